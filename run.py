@@ -1,0 +1,95 @@
+"""Searchlight: measure, claim by claim, why attention replaced recurrence.
+
+  python run.py --exp=distance            # train, test, write runs/distance
+  tensorboard --logdir runs/distance      # watch it
+
+This file is intentionally kept short: it defines the flags, checks them
+before anything is written, and hands a config to one experiment.
+"""
+
+import dataclasses
+import sys
+from pathlib import Path
+
+from absl import app, flags, logging
+
+from experiments import EXPERIMENTS, load
+from src import config as config_lib
+from src import rundir
+
+FLAGS = flags.FLAGS
+_DEFAULTS = config_lib.Config()
+
+flags.DEFINE_string('exp', 'distance',
+                    f'experiment to run: one of {", ".join(EXPERIMENTS)}')
+flags.DEFINE_string('workdir', None, 'output folder (default runs/<exp>)')
+flags.DEFINE_string('checkpoint_dir', None,
+                    'checkpoint folder (default checkpoints/<exp>)')
+flags.DEFINE_bool('overwrite', False,
+                  'discard the run in --workdir and its checkpoints first')
+# Config fields: text flags, parsed and validated by src/config.py, so every
+# bad value gets the same one-line message.
+_FIELD_FLAGS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
+                'learning_rate', 'd_model', 'num_heads', 'num_layers',
+                'num_filler', 'eval_examples', 'chunk_steps',
+                'checkpoint_every')
+for _name in _FIELD_FLAGS:
+  flags.DEFINE_string(
+      _name, None, f'{config_lib.field_docs()[_name]}; default: the '
+      "experiment's (see README)")
+
+
+def fail(message: str) -> None:
+  sys.stderr.write(f'error: {message}\n')
+  sys.exit(2)
+
+
+def main(argv):
+  if not FLAGS['verbosity'].present:
+    logging.set_verbosity(logging.WARNING)  # orbax is chatty at INFO
+  if len(argv) > 1:
+    fail(f'unexpected arguments {argv[1:]}; flags look like --name=value')
+  try:
+    if FLAGS.exp not in EXPERIMENTS:
+      raise config_lib.ConfigError(
+          f'--exp: unknown experiment {FLAGS.exp!r}; expected one of '
+          f'{", ".join(EXPERIMENTS)}')
+    experiment = load(FLAGS.exp)
+    config = config_lib.parse(
+        experiment.DEFAULTS,
+        {name: FLAGS[name].value for name in _FIELD_FLAGS})
+    workdir = Path(FLAGS.workdir or f'runs/{FLAGS.exp}')
+    checkpoint_dir = Path(FLAGS.checkpoint_dir or f'checkpoints/{FLAGS.exp}')
+    rundir.check(workdir, checkpoint_dir, config, FLAGS.overwrite)
+    config_lib.check_memory(config)
+  except config_lib.ConfigError as e:
+    fail(str(e))
+
+  import jax
+  from src import checkpoint as checkpoint_lib
+  devices = jax.devices()
+  print(f'searchlight --exp={config.exp}: {len(devices)} '
+        f'{devices[0].platform} device(s), workdir {workdir}, checkpoints '
+        f'{checkpoint_dir}', flush=True)
+  stop = checkpoint_lib.StopRequest()
+  stop.install()
+  import flax, optax, orbax.checkpoint
+  extra = {'versions': {'jax': jax.__version__, 'flax': flax.__version__,
+                        'optax': optax.__version__,
+                        'orbax-checkpoint': orbax.checkpoint.__version__,
+                        'python': sys.version.split()[0]},
+           'devices': [str(d) for d in devices]}
+  try:
+    with rundir.RunDir(workdir, checkpoint_dir).open(
+        config, overwrite=FLAGS.overwrite, extra=extra) as run_dir:
+      experiment.run(config, run_dir, stop=stop)
+  except config_lib.ConfigError as e:
+    fail(str(e))
+  except checkpoint_lib.Preempted as e:
+    print(f'\nStopped by signal {e.signum} at {e.where}; the state is saved. '
+          'Run the same command again to resume.', flush=True)
+    sys.exit(128 + e.signum)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,111 @@
+"""Orbax checkpoints of one group's ensemble state, resume, and preemption.
+
+A checkpoint holds the stacked params and optimizer state of every seed, the
+divergence flags and the step; keys are derived from the config, so that is
+all a resumed run needs to draw the same strings. Orbax writes into a
+temporary folder and renames it when complete, so a half-written checkpoint is
+never listed; a checksum saved beside the state catches one that was damaged
+afterwards, and restore then falls back to the previous good one.
+"""
+
+import shutil
+import signal
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+from absl import logging
+
+
+class Preempted(Exception):
+  """Raised at a chunk boundary after a stop signal, once state is saved."""
+
+  def __init__(self, signum: int, where: str):
+    super().__init__(where)
+    self.signum = signum
+    self.where = where
+
+
+class StopRequest:
+  """SIGTERM (Cloud TPU maintenance, preemption) and SIGINT (Ctrl-C) ask the
+  trainer to save and stop at the next chunk boundary; a second Ctrl-C stops
+  at once."""
+
+  def __init__(self):
+    self.signum = None
+
+  def install(self):
+    for signum in (signal.SIGTERM, signal.SIGINT):
+      signal.signal(signum, self._handle)
+
+  def _handle(self, signum, frame):
+    if self.signum == signal.SIGINT and signum == signal.SIGINT:
+      raise KeyboardInterrupt
+    self.signum = signum
+    logging.warning('Signal %d: saving at the next chunk boundary.', signum)
+
+  @property
+  def requested(self) -> bool:
+    return self.signum is not None
+
+
+@jax.jit
+def checksum(tree) -> jax.Array:
+  """A position-weighted sum of every leaf's bits (uint32, wrapping)."""
+  total = jnp.uint32(0)
+  for leaf in jax.tree.leaves(tree):
+    flat = jnp.ravel(leaf)
+    if flat.dtype == jnp.bool_:
+      flat = flat.astype(jnp.uint32)
+    bits = jax.lax.bitcast_convert_type(flat, jnp.uint32)
+    weights = jnp.arange(flat.size, dtype=jnp.uint32) * jnp.uint32(
+        2654435761) + jnp.uint32(1)
+    total = total * jnp.uint32(31) + jnp.sum(bits * weights, dtype=jnp.uint32)
+  return total
+
+
+class GroupCheckpoints:
+  """Checkpoints of one group under `directory`, the last few kept."""
+
+  def __init__(self, directory: str | Path, *, max_to_keep: int = 3):
+    self.directory = Path(directory).absolute()
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=max_to_keep, create=True,
+        enable_async_checkpointing=False)
+    self.manager = ocp.CheckpointManager(self.directory, options=options,
+                                         item_names=('state', 'meta'))
+
+  def save(self, step: int, state) -> None:
+    meta = {'step': int(step), 'checksum': int(checksum(state))}
+    self.manager.save(step, force=True, args=ocp.args.Composite(
+        state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
+
+  def restore_latest(self, abstract_state):
+    """Returns (step, state) of the newest good checkpoint, else (0, None).
+
+    A checkpoint that fails to load or whose checksum disagrees is reported
+    and removed, and the one before it is tried.
+    """
+    for step in sorted(self.manager.all_steps(), reverse=True):
+      try:
+        restored = self.manager.restore(step, args=ocp.args.Composite(
+            state=ocp.args.StandardRestore(abstract_state),
+            meta=ocp.args.JsonRestore()))
+        state, meta = restored['state'], restored['meta']
+        if meta['step'] != step or int(checksum(state)) != meta['checksum']:
+          raise ValueError('checksum mismatch')
+        return step, state
+      except Exception as e:  # any damage: fall back, never a traceback
+        reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        logging.warning('Checkpoint %s/%d is damaged (%s); falling back to '
+                        'the previous one.', self.directory, step, reason)
+        print(f'warning: checkpoint {self.directory}/{step} is damaged '
+              f'({reason}); falling back to the previous one', flush=True)
+        shutil.rmtree(self.directory / str(step), ignore_errors=True)
+        self.manager.reload()
+    return 0, None
+
+  def close(self) -> None:
+    self.manager.close()

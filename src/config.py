@@ -1,0 +1,185 @@
+"""The run config: one frozen dataclass, parsed and validated from flags.
+
+Every experiment starts from `Config()` with its own defaults replaced; the
+flags the user gives override those. Validation raises `ConfigError` with one
+line naming the flag and what it accepts, before anything is written.
+"""
+
+import dataclasses
+import math
+import os
+
+from src import models as models_lib
+from src import tasks as tasks_lib
+
+
+class ConfigError(ValueError):
+  """Bad user input: the message is one line naming the flag."""
+
+
+def _field(default, doc, *, defines_run=True):
+  """A config field; `defines_run=False` for fields that never change results
+  (they may differ when a run is resumed)."""
+  return dataclasses.field(default=default,
+                           metadata={'doc': doc, 'defines_run': defines_run})
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+  exp: str = _field('distance', 'experiment to run')
+  models: tuple[str, ...] = _field(models_lib.MODELS, 'models to train')
+  lengths: tuple[int, ...] = _field((20,), 'sequence lengths L (query at L-1)')
+  seeds: int = _field(4, 'seeds per group, trained at once on a vmap axis')
+  seed: int = _field(0, 'base seed; seed i of a group uses fold_in(seed, i)')
+  steps: int = _field(1000, 'training steps per group (Adam, fresh strings)')
+  batch_size: int = _field(64, 'strings per training step per seed')
+  learning_rate: float = _field(3e-3, 'Adam learning rate, no schedule')
+  d_model: int = _field(32, 'width shared by every model (embedding, state)')
+  num_heads: int = _field(1, 'attention heads per layer')
+  num_layers: int = _field(1, 'attention layers')
+  num_filler: int = _field(8, 'distinct neutral filler symbols')
+  eval_examples: int = _field(2048, 'fresh test strings per seed')
+  chunk_steps: int = _field(100, 'steps per compiled scan chunk (log points)',
+                            defines_run=False)
+  checkpoint_every: int = _field(500, 'steps between checkpoints',
+                                 defines_run=False)
+
+  def run_fields(self) -> dict:
+    """The fields that define the results (compared when resuming)."""
+    return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+            if f.metadata.get('defines_run', True)}
+
+  def to_json(self) -> dict:
+    return {k: list(v) if isinstance(v, tuple) else v
+            for k, v in dataclasses.asdict(self).items()}
+
+
+def field_docs() -> dict[str, str]:
+  return {f.name: f.metadata['doc'] for f in dataclasses.fields(Config)}
+
+
+# -- parsing ------------------------------------------------------------------
+
+def _int(flag, text, minimum=1):
+  try:
+    value = int(text)
+  except (TypeError, ValueError):
+    raise ConfigError(f'--{flag}: expected an integer >= {minimum}, '
+                      f'got {text!r}') from None
+  if value < minimum:
+    raise ConfigError(f'--{flag}: expected an integer >= {minimum}, '
+                      f'got {value}')
+  return value
+
+
+def _rate(flag, text):
+  try:
+    value = float(text)
+  except (TypeError, ValueError):
+    value = math.nan
+  if not (math.isfinite(value) and value > 0):
+    raise ConfigError(f'--{flag}: expected a finite number > 0, got {text!r}')
+  return value
+
+
+def _list(flag, text):
+  items = [s.strip() for s in str(text).split(',')]
+  if not text or not all(items):
+    raise ConfigError(f'--{flag}: expected a comma-separated list, '
+                      f'got {text!r}')
+  return items
+
+
+def _int_list(flag, text, minimum):
+  out = []
+  for item in _list(flag, text):
+    try:
+      value = int(item)
+    except ValueError:
+      raise ConfigError(f'--{flag}: expected comma-separated integers >= '
+                        f'{minimum}, got {item!r}') from None
+    if value < minimum:
+      raise ConfigError(f'--{flag}: expected comma-separated integers >= '
+                        f'{minimum}, got {value}')
+    out.append(value)
+  if len(set(out)) != len(out):
+    raise ConfigError(f'--{flag}: values must be distinct, got {text!r}')
+  return tuple(out)
+
+
+def _choice_list(flag, text, choices):
+  out = _list(flag, text)
+  for item in out:
+    if item not in choices:
+      raise ConfigError(f'--{flag}: unknown value {item!r}; expected a comma '
+                        f'list from {",".join(choices)}')
+  if len(set(out)) != len(out):
+    raise ConfigError(f'--{flag}: values must be distinct, got {text!r}')
+  return tuple(out)
+
+
+def parse(defaults: Config, raw: dict, *, models=models_lib.MODELS,
+          min_length=tasks_lib.MIN_LENGTH) -> Config:
+  """Overrides `defaults` with the flags given as text (None: not given)."""
+  parsers = {
+      'models': lambda t: _choice_list('models', t, models),
+      'lengths': lambda t: _int_list('lengths', t, min_length),
+      'seeds': lambda t: _int('seeds', t),
+      'seed': lambda t: _int('seed', t, minimum=0),
+      'steps': lambda t: _int('steps', t),
+      'batch_size': lambda t: _int('batch_size', t),
+      'learning_rate': lambda t: _rate('learning_rate', t),
+      'd_model': lambda t: _int('d_model', t),
+      'num_heads': lambda t: _int('num_heads', t),
+      'num_layers': lambda t: _int('num_layers', t),
+      'num_filler': lambda t: _int('num_filler', t),
+      'eval_examples': lambda t: _int('eval_examples', t),
+      'chunk_steps': lambda t: _int('chunk_steps', t),
+      'checkpoint_every': lambda t: _int('checkpoint_every', t),
+  }
+  updates = {name: parsers[name](text) for name, text in raw.items()
+             if text is not None and name in parsers}
+  config = dataclasses.replace(defaults, **updates)
+  if config.d_model % config.num_heads:
+    raise ConfigError(f'--num_heads: must divide --d_model={config.d_model}, '
+                      f'got {config.num_heads}')
+  return config
+
+
+# -- resources ------------------------------------------------------------------
+
+def estimate_bytes(config: Config) -> int:
+  """A rough estimate of the largest group's live memory over all seeds: the
+  activations a training step keeps for its backward pass, or the evaluation
+  batch's forward pass, whichever is larger (float32)."""
+  D, H, layers = config.d_model, config.num_heads, config.num_layers
+  worst = 0
+  for model in config.models:
+    for L in config.lengths:
+      if model == 'attention':  # lower layers hold L x L grids per head
+        per_string = layers * 8 * L * D + (layers - 1) * 2 * H * L * L + 2 * H * L
+      else:
+        gates = {'lstm': 4, 'gru': 3, 'rnn': 1}[model] * D
+        per_string = L * (3 * gates + 3 * D)
+      worst = max(worst, per_string * max(2 * config.batch_size,
+                                          config.eval_examples))
+  return 4 * config.seeds * worst
+
+
+def available_bytes() -> int:
+  """Memory of one device (accelerator), or of the host for the CPU."""
+  import jax  # deferred: parsing flags must not start a backend
+  device = jax.local_devices()[0]
+  stats = device.memory_stats() if device.platform != 'cpu' else None
+  if stats and 'bytes_limit' in stats:
+    return int(stats['bytes_limit']) * jax.device_count()
+  return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_AVPHYS_PAGES')
+
+
+def check_memory(config: Config) -> None:
+  need, have = estimate_bytes(config), available_bytes()
+  if need > 0.8 * have:
+    raise ConfigError(
+        f'--lengths/--seeds/--batch_size/--eval_examples: the largest group '
+        f'needs about {need / 2**30:.1f} GiB, more than 80% of the '
+        f'{have / 2**30:.1f} GiB available; lower them')

@@ -1,0 +1,191 @@
+"""What a run leaves behind: TensorBoard events, results.csv, summary.json,
+figures, and the progress a user watches.
+
+TensorBoard is written with tensorboardX (no TensorFlow). Each training group
+is its own TensorBoard run (a subfolder), so the dashboard overlays groups and
+the HPARAMS tab compares them; run-level images and text go to the top folder.
+"""
+
+import csv
+import io
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+# Two-sided 97.5% Student-t quantiles for 1..30 degrees of freedom.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+         2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093,
+         2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045,
+         2.042)
+
+
+def mean_ci95(values) -> tuple[float, float, float]:
+  """Mean and Student-t 95% interval over seeds (the mean alone for one)."""
+  x = np.asarray(values, np.float64)
+  x = x[np.isfinite(x)]
+  if x.size == 0:
+    return math.nan, math.nan, math.nan
+  mean = float(x.mean())
+  if x.size == 1:
+    return mean, mean, mean
+  t = _T975[x.size - 2] if x.size - 1 <= len(_T975) else 1.960
+  half = t * float(x.std(ddof=1)) / math.sqrt(x.size)
+  return mean, mean - half, mean + half
+
+
+def write_json(path: str | Path, obj) -> None:
+  """Atomic: a reader never sees half a file."""
+  path = Path(path)
+  tmp = path.with_suffix(path.suffix + '.tmp')
+  tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=_jsonable)
+                 + '\n')
+  os.replace(tmp, path)
+
+
+def _jsonable(x):
+  if isinstance(x, (np.floating, np.integer, np.bool_)):
+    return x.item()
+  if isinstance(x, np.ndarray):
+    return x.tolist()
+  raise TypeError(f'not JSON serialisable: {type(x)}')
+
+
+class ResultsCsv:
+  """results.csv, appended row by row and synced, so a kill loses nothing
+  finished. Rows already there (from before a resume) are read back."""
+
+  def __init__(self, path: str | Path, columns: list[str]):
+    self.path, self.columns = Path(path), list(columns)
+    self.rows = []
+    if self.path.exists() and self.path.stat().st_size:
+      with open(self.path, newline='') as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != self.columns:
+          raise ValueError(f'{self.path} has columns {reader.fieldnames}, '
+                           f'expected {self.columns}')
+        self.rows = list(reader)
+    else:
+      with open(self.path, 'w', newline='') as f:
+        csv.writer(f).writerow(self.columns)
+
+  def has(self, **match) -> bool:
+    return any(all(row[k] == str(v) for k, v in match.items())
+               for row in self.rows)
+
+  def append(self, rows: list[dict]) -> None:
+    with open(self.path, 'a', newline='') as f:
+      writer = csv.DictWriter(f, self.columns)
+      for row in rows:
+        writer.writerow({k: _cell(row[k]) for k in self.columns})
+      f.flush()
+      os.fsync(f.fileno())
+    self.rows.extend({k: _cell(row[k]) for k in self.columns} for row in rows)
+
+
+def _cell(x) -> str:
+  if isinstance(x, (bool, np.bool_)):
+    return str(int(x))
+  if isinstance(x, (float, np.floating)):
+    return repr(float(x))  # round-trips exactly
+  return str(x)
+
+
+# -- TensorBoard ----------------------------------------------------------------
+
+def tb_writer(logdir: str | Path, *, purge_step: int | None = None):
+  """A tensorboardX writer; `purge_step` hides events a resumed run redoes."""
+  from tensorboardX import SummaryWriter
+  return SummaryWriter(str(logdir), purge_step=purge_step or None,
+                       flush_secs=10)
+
+
+def write_hparams(writer, hparams: dict, metrics: dict) -> None:
+  """HPARAMS tab entry in the writer's own run (not a new subfolder)."""
+  from tensorboardX.summary import hparams as hparams_summary
+  experiment, start, end = hparams_summary(hparams, metrics)
+  for summary in (experiment, start, end):
+    writer.file_writer.add_summary(summary)
+  for name, value in metrics.items():
+    writer.add_scalar(name, value)
+
+
+def write_config_text(writer, config_json: dict) -> None:
+  lines = ['| field | value |', '|---|---|']
+  lines += [f'| {k} | `{v}` |' for k, v in config_json.items()]
+  writer.add_text('config', '\n'.join(lines), 0)
+
+
+# -- figures --------------------------------------------------------------------
+
+def pyplot():
+  import matplotlib
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt
+  return plt
+
+
+def save_figure(fig, path: str | Path, writer=None, tag: str | None = None,
+                step: int = 0) -> None:
+  """Saves a PNG and, given a writer, logs the same picture as an image."""
+  fig.savefig(path, dpi=110, bbox_inches='tight')
+  if writer is not None:
+    writer.add_image(tag or Path(path).stem, figure_array(fig), step,
+                     dataformats='HWC')
+  pyplot().close(fig)
+
+
+def figure_array(fig) -> np.ndarray:
+  buffer = io.BytesIO()
+  fig.savefig(buffer, format='png', dpi=80, bbox_inches='tight')
+  buffer.seek(0)
+  return (pyplot().imread(buffer)[..., :3] * 255).astype(np.uint8)
+
+
+# -- the terminal ---------------------------------------------------------------
+
+class Progress:
+  """One status line over all groups and steps, with an ETA by work done."""
+
+  def __init__(self, total_work: float, *, stream=sys.stderr):
+    self.total, self.done, self.start = max(total_work, 1e-9), 0.0, None
+    self.stream, self.tty = stream, stream.isatty()
+    self._last_print = 0.0
+
+  def update(self, work: float, text: str) -> None:
+    now = time.perf_counter()
+    if self.start is None:
+      self.start = now
+    self.done = min(self.done + work, self.total)
+    if not self.tty and now - self._last_print < 10 and self.done < self.total:
+      return
+    self._last_print = now
+    frac = self.done / self.total
+    elapsed = now - self.start
+    eta = elapsed / frac * (1 - frac) if frac > 0 else math.nan
+    bar = '#' * int(20 * frac) + '.' * (20 - int(20 * frac))
+    line = (f'[{bar}] {100 * frac:5.1f}%  {text}  '
+            f'elapsed {elapsed:4.0f}s  eta {eta:4.0f}s')
+    if self.tty:
+      self.stream.write('\r' + line[:150].ljust(150))
+    else:
+      self.stream.write(line + '\n')
+    self.stream.flush()
+
+  def say(self, line: str) -> None:
+    """A permanent line above the bar."""
+    if self.tty:
+      self.stream.write('\r' + ' ' * 150 + '\r')
+    print(line, flush=True)
+
+
+def table(rows: list[list], header: list[str]) -> str:
+  cells = [header] + [[str(c) for c in row] for row in rows]
+  widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+  fmt = lambda r: '  '.join(c.rjust(w) for c, w in zip(r, widths))
+  return '\n'.join([fmt(header), fmt(['-' * w for w in widths])] +
+                   [fmt(r) for r in cells[1:]])

@@ -1,0 +1,111 @@
+"""A workdir is one run: its config, a lock, and the paths it owns.
+
+`check` only reads (it runs with the flag checks, before anything is
+written); `RunDir.open` then creates the folders, takes the lock, and stores
+the config on a new run.
+"""
+
+import fcntl
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from src.config import Config, ConfigError
+
+CONFIG_FILE = 'config.json'
+LOCK_FILE = '.lock'
+
+
+def _check_writable(flag: str, path: Path) -> None:
+  if path.exists() and not path.is_dir():
+    raise ConfigError(f'--{flag}: {path} is a file; expected a folder path')
+  existing = path
+  while not existing.exists():
+    existing = existing.parent
+  if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+    raise ConfigError(f'--{flag}: {path} is not writable (at {existing}); '
+                      'expected a folder you can write to')
+
+
+def stored_config(workdir: Path) -> dict | None:
+  path = workdir / CONFIG_FILE
+  if not path.exists():
+    return None
+  try:
+    return json.loads(path.read_text())['config']
+  except (ValueError, KeyError):
+    return None
+
+
+def check(workdir: Path, checkpoint_dir: Path, config: Config,
+          overwrite: bool) -> None:
+  """Refuses unusable paths and a workdir that holds a different run."""
+  _check_writable('workdir', workdir)
+  _check_writable('checkpoint_dir', checkpoint_dir)
+  stored = stored_config(workdir)
+  if stored is None or overwrite:
+    return
+  wanted = json.loads(json.dumps(config.to_json()))
+  run_fields = config.run_fields()
+  diffs = [f'{k}: {stored.get(k)!r} there, {wanted[k]!r} now'
+           for k in run_fields if stored.get(k) != wanted[k]]
+  if diffs:
+    raise ConfigError(
+        f'--workdir: {workdir} holds a run with different settings ('
+        + '; '.join(diffs) + '); pass a new --workdir, or --overwrite to '
+        'discard it')
+
+
+class RunDir:
+  """An open run: holds the workdir lock until closed."""
+
+  def __init__(self, workdir: Path, checkpoint_dir: Path, *,
+               is_writer: bool = True):
+    self.path = Path(workdir)
+    self.checkpoint_dir = Path(checkpoint_dir)
+    self.is_writer = is_writer  # only process 0 writes the run's files
+    self._lock = None
+
+  def open(self, config: Config, *, overwrite: bool, extra: dict) -> 'RunDir':
+    self.path.mkdir(parents=True, exist_ok=True)
+    self._lock = open(self.path / LOCK_FILE, 'a+')
+    try:
+      fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      self._lock.seek(0)
+      holder = self._lock.read().strip() or 'another process'
+      self._lock.close()
+      raise ConfigError(f'--workdir: {self.path} is in use by {holder}; wait '
+                        'for it to finish or pass another --workdir') from None
+    self._lock.seek(0)
+    self._lock.truncate()
+    self._lock.write(f'pid {os.getpid()}\n')
+    self._lock.flush()
+    if overwrite:
+      for child in self.path.iterdir():
+        if child.name != LOCK_FILE:
+          shutil.rmtree(child) if child.is_dir() else child.unlink()
+      shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+    self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    if stored_config(self.path) is None:
+      from src.record import write_json
+      write_json(self.path / CONFIG_FILE, {
+          'config': config.to_json(),
+          'command': ' '.join([Path(sys.executable).name] + sys.argv),
+          'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'), **extra})
+    return self
+
+  def close(self) -> None:
+    if self._lock is not None:
+      fcntl.flock(self._lock, fcntl.LOCK_UN)
+      self._lock.close()
+      self._lock = None
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.close()

@@ -1,0 +1,86 @@
+"""Training one group of a sweep with everything a run needs around it:
+resume from its checkpoint, TensorBoard curves, progress, preemption.
+
+An experiment owns its list of groups and its rows; for each unfinished group
+it builds an `Ensemble` and calls `train_group`.
+"""
+
+import dataclasses
+import time
+from typing import Callable
+
+import numpy as np
+
+from src import checkpoint as checkpoint_lib
+from src import record
+from src import train as train_lib
+
+
+@dataclasses.dataclass
+class GroupRun:
+  """A trained group: final state and what it cost."""
+  state: dict
+  writer: object  # the group's TensorBoard writer (None on other processes)
+  wall_s: float
+  compile_s: float
+  resumed_from: int
+
+
+def group_work(steps: int, length: int, model: str) -> float:
+  """Relative cost of a group, for the ETA: recurrent nets pay per step of
+  length; attention's last-query layer is nearly flat in it."""
+  return steps * (length if model != 'attention' else 10 + length / 10)
+
+
+def train_group(run, name: str, ensemble: train_lib.Ensemble, config, *,
+                progress: record.Progress, work: float,
+                stop: checkpoint_lib.StopRequest | None,
+                on_chunk: Callable[[int, dict, object], None] | None = None
+                ) -> GroupRun:
+  """Resumes or starts `name`, trains it to `config.steps`, logs each chunk.
+
+  `on_chunk(step, metrics, writer)` lets the experiment log more per chunk.
+  """
+  start_time = time.perf_counter()
+  checkpoints = checkpoint_lib.GroupCheckpoints(run.checkpoint_dir / name)
+  start, state = train_lib.resume_or_init(ensemble, checkpoints)
+  if start:
+    progress.say(f'{name}: resuming from step {start}')
+  writer = None
+  if run.is_writer:
+    writer = record.tb_writer(run.path / 'tb' / name,
+                              purge_step=start + 1 if start else None)
+  progress.update(work * start / config.steps, name)
+
+  def log_chunk(step, metrics):
+    loss_SxT = np.asarray(metrics['loss'])[:ensemble.num_seeds]
+    acc_SxT = np.asarray(metrics['accuracy'])[:ensemble.num_seeds]
+    num_steps = loss_SxT.shape[1]
+    if writer is not None:
+      # Seed-mean curves at every step; diverged seeds would swamp the mean.
+      finite = np.isfinite(loss_SxT).all(axis=1)
+      loss_T = loss_SxT[finite].mean(0) if finite.any() else loss_SxT.mean(0)
+      for t in range(num_steps):
+        s = step - num_steps + t + 1
+        writer.add_scalar('train/loss', loss_T[t], s)
+        writer.add_scalar('train/accuracy', acc_SxT[:, t].mean(), s)
+    if on_chunk is not None:
+      on_chunk(step, metrics, writer)
+    progress.update(work * num_steps / config.steps,
+                    f'{name} step {step}/{config.steps} '
+                    f'loss {np.nanmean(loss_SxT[:, -1]):.3f}')
+
+  try:
+    state = train_lib.fit(
+        ensemble, state, start, steps=config.steps,
+        chunk_steps=config.chunk_steps, checkpoints=checkpoints,
+        checkpoint_every=config.checkpoint_every, on_chunk=log_chunk,
+        stop=stop, where=name)
+  except BaseException:
+    if writer is not None:
+      writer.close()
+    raise
+  finally:
+    checkpoints.close()
+  return GroupRun(state, writer, time.perf_counter() - start_time,
+                  ensemble.compile_s, start)

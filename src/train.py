@@ -1,0 +1,236 @@
+"""The ensemble trainer: all seeds of one (model, task) group in one program.
+
+Seeds ride a `vmap` axis sharded over the devices, steps run in `lax.scan`
+chunks, training strings are drawn on the device from `fold_in(key, step)`,
+and the train state is donated. The Python loop only runs between chunks: it
+logs, checkpoints and listens for preemption there.
+
+Shape legend: S seeds (ensemble axis), B batch, L length, T steps in a chunk.
+"""
+
+import dataclasses
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from src import tasks as tasks_lib
+from src.checkpoint import Preempted
+
+SEED_AXIS = 'seeds'
+
+
+def seed_mesh() -> jax.sharding.Mesh:
+  """A 1-D mesh over every device of every process: the seed axis."""
+  return jax.make_mesh((jax.device_count(),), (SEED_AXIS,),
+                       axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def padded_seeds(num_seeds: int, num_devices: int) -> int:
+  """Seed count rounded up to a multiple of the devices (padding is dropped)."""
+  return -(-num_seeds // num_devices) * num_devices
+
+
+def seed_keys(seed: int, num_seeds: int) -> tuple[jax.Array, jax.Array]:
+  """(init_keys_S, data_keys_S): seed i's keys depend only on (seed, i), so
+  padding or sharding the ensemble never changes a seed's run."""
+  base = jax.random.key(seed)
+  keys = jax.vmap(lambda i: jax.random.split(jax.random.fold_in(base, i)))(
+      jnp.arange(num_seeds))
+  return keys[:, 0], keys[:, 1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """What the trainer needs of a task: a batch sampler and its sizes."""
+  name: str
+  length: int
+  vocab_size: int
+  num_classes: int
+  sample: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]]
+
+
+def memory_task(length: int, num_filler: int) -> Task:
+  tasks_lib.check_length(length)
+  return Task(
+      'memory', length, tasks_lib.vocab_size(num_filler), 2,
+      lambda key, n: tasks_lib.memory_batch(key, n, length, num_filler))
+
+
+def cross_entropy(logits_BxC, labels_B):
+  loss = optax.softmax_cross_entropy_with_integer_labels(logits_BxC, labels_B)
+  accuracy = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
+  return loss.mean(), accuracy.mean()
+
+
+class Ensemble:
+  """Compiled programs for one group: init, train a chunk, evaluate.
+
+  `model_fn(rngs)` builds one seed's NNX model. Params are split from the
+  graph once; the hot loop runs plain `jax.jit` over the stacked state.
+  """
+
+  def __init__(self, model_fn: Callable[[nnx.Rngs], nnx.Module], task: Task,
+               *, num_seeds: int, seed: int, batch_size: int,
+               learning_rate: float, mesh: jax.sharding.Mesh | None = None):
+    self.task = task
+    self.num_seeds = num_seeds
+    self.batch_size = batch_size
+    self.mesh = mesh or seed_mesh()
+    self.padded = padded_seeds(num_seeds, self.mesh.size)
+    self.graphdef, abstract_params = nnx.split(
+        nnx.eval_shape(lambda: model_fn(rngs=nnx.Rngs(0))))
+    self.num_params = sum(x.size for x in jax.tree.leaves(abstract_params))
+    self.tx = optax.adam(learning_rate)
+    self.model_fn = model_fn
+    init_keys, self.data_keys = seed_keys(seed, self.padded)
+    self._init_keys = init_keys
+    self.seed_sharding = NamedSharding(self.mesh, P(SEED_AXIS))
+    self.compile_s = 0.0
+    self._compiled = {}
+
+  # -- programs ---------------------------------------------------------------
+
+  def model(self, params) -> nnx.Module:
+    return nnx.merge(self.graphdef, params)
+
+  def _init_one(self, key):
+    params = nnx.state(self.model_fn(rngs=nnx.Rngs(key)))
+    return {'params': params, 'opt_state': self.tx.init(params),
+            'diverged': jnp.zeros((), bool)}
+
+  def _train_chunk(self, state, data_keys_S, start_step, num_steps):
+    def one_seed(seed_state, data_key):
+      def step(carry, step_index):
+        params, opt_state, diverged = carry
+        tokens_BxL, labels_B = self.task.sample(
+            tasks_lib.train_key(data_key, step_index), self.batch_size)
+
+        def loss_fn(params):
+          logits, _ = self.model(params)(tokens_BxL)
+          return cross_entropy(logits, labels_B)
+
+        (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        updates, opt_state = self.tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        diverged = diverged | ~jnp.isfinite(loss)
+        return (params, opt_state, diverged), (loss, acc)
+
+      carry = (seed_state['params'], seed_state['opt_state'],
+               seed_state['diverged'])
+      steps_T = start_step + jnp.arange(num_steps)
+      (params, opt_state, diverged), (loss_T, acc_T) = jax.lax.scan(
+          step, carry, steps_T)
+      return ({'params': params, 'opt_state': opt_state,
+               'diverged': diverged}, {'loss': loss_T, 'accuracy': acc_T})
+
+    return jax.vmap(one_seed)(state, data_keys_S)
+
+  def _evaluate(self, params, data_keys_S, stream, num_examples):
+    def one_seed(params, data_key):
+      key = tasks_lib.stream_key(data_key, stream)
+      tokens_BxL, labels_B = self.task.sample(key, num_examples)
+      logits, _ = self.model(params)(tokens_BxL)
+      loss, acc = cross_entropy(logits, labels_B)
+      return {'loss': loss, 'accuracy': acc}
+    return jax.vmap(one_seed)(params, data_keys_S)
+
+  def _compile(self, name, fn, *args, static=(), donate=()):
+    """AOT-compiles once per (name, static args); compile time is counted."""
+    cache_key = (name,) + tuple(static)
+    if cache_key not in self._compiled:
+      start = time.perf_counter()
+      jitted = jax.jit(fn, static_argnums=tuple(
+          range(len(args), len(args) + len(static))), donate_argnums=donate)
+      self._compiled[cache_key] = jitted.lower(*args, *static).compile()
+      self.compile_s += time.perf_counter() - start
+    return self._compiled[cache_key]
+
+  # -- public API -------------------------------------------------------------
+
+  def init(self):
+    """Flax's initialisers, one seed at a time, op by op: each op compiles
+    once per shape and is reused by every later group, where compiling the
+    whole vmapped init would cost seconds per group."""
+    seeds = [self._init_one(key) for key in self._init_keys]
+    return self.place(jax.tree.map(lambda *x: jnp.stack(x), *seeds))
+
+  def abstract_state(self):
+    """Shapes and shardings of the state, for restoring checkpoints."""
+    shapes = jax.eval_shape(jax.vmap(self._init_one), self._init_keys)
+    return jax.tree.map(
+        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype,
+                                       sharding=self.seed_sharding), shapes)
+
+  def place(self, state):
+    return jax.device_put(state, self.seed_sharding)
+
+  def train_chunk(self, state, start_step: int, num_steps: int):
+    """Trains every seed for `num_steps` steps; returns (state, metrics_SxT)."""
+    keys = jax.device_put(self.data_keys, self.seed_sharding)
+    start = jnp.asarray(start_step, jnp.int32)
+    fn = self._compile('train', self._train_chunk, state, keys, start,
+                       static=(num_steps,), donate=(0,))
+    return fn(state, keys, start)
+
+  def evaluate(self, params, *, stream=tasks_lib.EVAL_STREAM,
+               num_examples: int = 2048) -> dict[str, np.ndarray]:
+    """Per-seed metrics on fresh strings from a stream training never uses."""
+    keys = jax.device_put(self.data_keys, self.seed_sharding)
+    fn = self._compile('eval', self._evaluate, params, keys,
+                       static=(stream, num_examples))
+    out = jax.device_get(fn(params, keys))
+    return {k: np.asarray(v)[:self.num_seeds] for k, v in out.items()}
+
+  def unpad(self, tree: Any) -> Any:
+    """Drops the padding seeds from a seed-stacked pytree (on the host)."""
+    return jax.tree.map(lambda x: np.asarray(x)[:self.num_seeds],
+                        jax.device_get(tree))
+
+
+def resume_or_init(ensemble: Ensemble, checkpoints=None):
+  """Returns (start_step, state): the latest good checkpoint, else step 0."""
+  if checkpoints is not None:
+    step, state = checkpoints.restore_latest(ensemble.abstract_state())
+    if state is not None:
+      # Restored leaves may land on one device: place them on the seed axis.
+      return step, ensemble.place(state)
+  return 0, ensemble.init()
+
+
+def fit(ensemble: Ensemble, state, start_step: int, *, steps: int,
+        chunk_steps: int, checkpoints=None, checkpoint_every: int = 0,
+        on_chunk: Callable[[int, dict], None] | None = None, stop=None,
+        where: str = ''):
+  """Trains from `start_step` to `steps` in chunks; returns the final state.
+
+  `on_chunk(step, metrics_SxT)` sees each chunk's per-step metrics after the
+  next chunk is already dispatched, so the device never waits on the host.
+  Checkpoints are saved every `checkpoint_every` steps (at chunk boundaries)
+  and at the end; on a stop request the state is saved and `Preempted` raised.
+  """
+  step, last_saved, pending = start_step, start_step, None
+  while step < steps:
+    num_steps = min(chunk_steps, steps - step)
+    state, metrics = ensemble.train_chunk(state, step, num_steps)
+    step += num_steps
+    if pending is not None and on_chunk is not None:
+      on_chunk(*pending)
+    pending = (step, metrics)
+    stopping = stop is not None and stop.requested
+    due = checkpoint_every and step - last_saved >= checkpoint_every
+    if checkpoints is not None and (due or stopping or step == steps):
+      checkpoints.save(step, state)
+      last_saved = step
+    if stopping:
+      if on_chunk is not None:
+        on_chunk(*pending)
+      raise Preempted(stop.signum, f'{where} step {step}')
+  if pending is not None and on_chunk is not None:
+    on_chunk(*pending)
+  return state

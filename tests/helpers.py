@@ -1,0 +1,36 @@
+"""Shared by the end-to-end tests: run `run.py` as a user would."""
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A tiny distance sweep: a few seconds of training per group on a CPU.
+TINY = ['--models=attention,rnn', '--lengths=3,6', '--seeds=2', '--steps=40',
+        '--chunk_steps=10', '--checkpoint_every=20', '--batch_size=16',
+        '--eval_examples=64']
+
+
+def run_py(*args, env=None, timeout=300, **kwargs):
+  full_env = dict(os.environ, JAX_PLATFORMS='cpu', **(env or {}))
+  return subprocess.run([sys.executable, str(ROOT / 'run.py'), *args],
+                        capture_output=True, text=True, cwd=ROOT,
+                        env=full_env, timeout=timeout, **kwargs)
+
+
+def read_csv(path):
+  with open(path, newline='') as f:
+    return list(csv.DictReader(f))
+
+
+def scalars(logdir, tag):
+  """Events as TensorBoard itself reads them (honours purge_step)."""
+  from tensorboard.backend.event_processing import event_accumulator
+  acc = event_accumulator.EventAccumulator(
+      str(logdir), size_guidance={event_accumulator.SCALARS: 0,
+                                  event_accumulator.IMAGES: 0})
+  acc.Reload()
+  return acc, [(e.step, e.value) for e in acc.Scalars(tag)] if tag else []

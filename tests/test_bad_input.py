@@ -1,0 +1,56 @@
+"""Every bad flag: one line naming the flag, exit status 2, nothing written."""
+
+import pytest
+
+from tests.helpers import run_py
+
+CASES = [
+    (['--exp=nope'], '--exp', 'distance'),
+    (['--models=lstm,transformer'], '--models', 'attention,lstm,gru,rnn'),
+    (['--models='], '--models', 'comma-separated'),
+    (['--lengths='], '--lengths', 'comma-separated'),
+    (['--lengths=10,abc'], '--lengths', 'integers >= 3'),
+    (['--lengths=2,10'], '--lengths', 'integers >= 3'),
+    (['--lengths=10,10'], '--lengths', 'distinct'),
+    (['--seeds=0'], '--seeds', 'integer >= 1'),
+    (['--steps=-5'], '--steps', 'integer >= 1'),
+    (['--batch_size=1.5'], '--batch_size', 'integer >= 1'),
+    (['--learning_rate=nan'], '--learning_rate', 'finite number > 0'),
+    (['--learning_rate=inf'], '--learning_rate', 'finite number > 0'),
+    (['--learning_rate=0'], '--learning_rate', 'finite number > 0'),
+    (['--learning_rate=fast'], '--learning_rate', 'finite number > 0'),
+    (['--num_heads=3'], '--num_heads', 'must divide --d_model=32'),
+    (['--lengths=100000', '--eval_examples=100000'], '--lengths', 'GiB'),
+    (['extra_positional'], 'unexpected arguments', 'flags look like'),
+]
+
+
+@pytest.mark.parametrize('args,flag,accepted', CASES,
+                         ids=[' '.join(c[0]) for c in CASES])
+def test_refused_cleanly(tmp_path, args, flag, accepted):
+  workdir, ckpt = tmp_path / 'run', tmp_path / 'ckpt'
+  proc = run_py(*args, f'--workdir={workdir}', f'--checkpoint_dir={ckpt}')
+  assert proc.returncode == 2, proc.stderr
+  lines = proc.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: '), proc.stderr
+  assert flag in lines[0] and accepted in lines[0]
+  assert 'Traceback' not in proc.stderr + proc.stdout
+  assert not workdir.exists() and not ckpt.exists()
+
+
+def test_workdir_that_is_a_file(tmp_path):
+  (tmp_path / 'afile').write_text('x')
+  proc = run_py(f'--workdir={tmp_path}/afile', f'--checkpoint_dir={tmp_path}/c')
+  assert proc.returncode == 2
+  assert proc.stderr.startswith('error: --workdir:') and 'is a file' in proc.stderr
+  assert not (tmp_path / 'c').exists()
+
+
+def test_workdir_not_writable(tmp_path):
+  (tmp_path / 'afile').write_text('x')
+  proc = run_py(f'--workdir={tmp_path}/afile/run',
+                f'--checkpoint_dir={tmp_path}/c')
+  assert proc.returncode == 2
+  assert proc.stderr.startswith('error: --workdir:')
+  assert 'not writable' in proc.stderr
+  assert not (tmp_path / 'c').exists()

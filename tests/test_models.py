@@ -1,0 +1,103 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from src import models
+
+
+def make(name, length=20, d_model=32, num_heads=1, num_layers=1, seed=0,
+         num_classes=2):
+  return models.make_model(name, vocab_size=11, length=length,
+                           d_model=d_model, num_classes=num_classes,
+                           num_heads=num_heads, num_layers=num_layers,
+                           rngs=nnx.Rngs(seed))
+
+
+def tokens(batch=4, length=20, seed=0):
+  return jax.random.randint(jax.random.key(seed), (batch, length), 0, 11)
+
+
+# Embeddings V*D (+ positions L*D), cell kernels and biases, classifier D*C+C.
+@pytest.mark.parametrize('name,expected', [
+    ('attention', 11 * 32 + 20 * 32 + 4 * 32 * 32 + 32 * 2 + 2),
+    ('lstm', 11 * 32 + 2 * 32 * 128 + 128 + 32 * 2 + 2),
+    ('gru', 11 * 32 + 2 * 32 * 96 + 96 + 32 * 2 + 2),
+    ('rnn', 11 * 32 + 2 * 32 * 32 + 32 + 32 * 2 + 2),
+])
+def test_shapes_and_parameter_counts(name, expected):
+  model = make(name)
+  logits, _ = model(tokens())
+  assert logits.shape == (4, 2)
+  assert models.count_params(nnx.state(model, nnx.Param)) == expected
+
+
+def test_two_layer_parameter_count():
+  model = make('attention', num_layers=2, num_heads=4)
+  assert models.count_params(nnx.state(model)) == (
+      11 * 32 + 20 * 32 + 2 * 4 * 32 * 32 + 32 * 2 + 2)
+
+
+@pytest.mark.parametrize('num_heads', [1, 2, 4])
+def test_attention_matches_independent_references(num_heads):
+  layer = models.CausalSelfAttention(32, num_heads, rngs=nnx.Rngs(1))
+  x = jax.random.normal(jax.random.key(2), (3, 9, 32))
+  y, att = layer(x)
+  B, L, H, K = 3, 9, num_heads, 32 // num_heads
+  wq, wk, wv, wo = (np.asarray(m.kernel[...]) for m in
+                    (layer.query, layer.key, layer.value, layer.out))
+  q = (x @ wq).reshape(B, L, H, K)
+  k = (x @ wk).reshape(B, L, H, K)
+  v = (x @ wv).reshape(B, L, H, K)
+  # 1) plain numpy: masked softmax over earlier keys only.
+  scores = np.einsum('bqhk,blhk->bhql', q, k) / np.sqrt(K)
+  scores = np.where(np.tril(np.ones((L, L), bool)), scores, -np.inf)
+  ref_att = np.exp(scores - scores.max(-1, keepdims=True))
+  ref_att /= ref_att.sum(-1, keepdims=True)
+  np.testing.assert_allclose(att, ref_att, atol=1e-6)
+  np.testing.assert_allclose(att.sum(-1), 1.0, atol=1e-6)
+  assert np.all(np.asarray(att)[..., np.triu_indices(L, 1)[0],
+                                np.triu_indices(L, 1)[1]] == 0)
+  # 2) JAX's own fused attention, causal flag.
+  mixed = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+  np.testing.assert_allclose(y, mixed.reshape(B, L, 32) @ wo, atol=1e-5)
+
+
+@pytest.mark.parametrize('num_layers', [1, 2])
+def test_last_query_shortcut_is_exact(num_layers):
+  model = make('attention', num_layers=num_layers, num_heads=2)
+  x = model.embed(tokens(length=20))
+  fast, aux_fast = model.classify(x)
+  full, aux_full = model.classify(x, all_positions=True)
+  np.testing.assert_allclose(fast, full, atol=1e-5)
+  np.testing.assert_allclose(aux_fast['attention'][-1][:, :, 0],
+                             aux_full['attention'][-1][:, :, -1], atol=1e-6)
+
+
+@pytest.mark.parametrize('name', models.RECURRENT)
+def test_recurrent_scan_matches_flax_cell(name):
+  model = make(name, seed=3)
+  x = jax.random.normal(jax.random.key(4), (5, 13, 32))
+  h_ours = model.hidden_states(x)
+  # Flax's own cell, called step by step.
+  carry = model.cell.initialize_carry((5, 32), rngs=nnx.Rngs(0))
+  outs = []
+  for t in range(13):
+    carry, out = model.cell(carry, x[:, t])
+    outs.append(out)
+  np.testing.assert_allclose(h_ours, jnp.stack(outs), atol=1e-5)
+  logits, _ = model.classify(x)
+  np.testing.assert_allclose(logits, model.classifier(outs[-1]), atol=1e-5)
+
+
+def test_head_mask_zeroes_a_head():
+  layer = models.CausalSelfAttention(32, 2, rngs=nnx.Rngs(1))
+  x = jax.random.normal(jax.random.key(2), (2, 6, 32))
+  y_full, _ = layer(x)
+  y_ablate, _ = layer(x, head_mask=jnp.array([1.0, 0.0]))
+  wo = layer.out.kernel[...]
+  # The second head's contribution is exactly what ablation removed.
+  y_one, _ = layer(x, head_mask=jnp.array([0.0, 1.0]))
+  np.testing.assert_allclose(y_full, y_ablate + y_one, atol=1e-5)
+  assert not np.allclose(y_full, y_ablate)
