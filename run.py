@@ -25,6 +25,9 @@ flags.DEFINE_string('exp', 'distance',
 flags.DEFINE_string('workdir', None, 'output folder (default runs/<exp>)')
 flags.DEFINE_string('checkpoint_dir', None,
                     'checkpoint folder (default checkpoints/<exp>)')
+flags.DEFINE_string('compilation_cache_dir', '.jax_cache',
+                    'persistent XLA compilation cache, so a rerun does not '
+                    'compile again; empty disables it')
 flags.DEFINE_bool('overwrite', False,
                   'discard the run in --workdir and its checkpoints first')
 # Config fields: text flags, parsed and validated by src/config.py, so every
@@ -61,12 +64,22 @@ def main(argv):
     workdir = Path(FLAGS.workdir or f'runs/{FLAGS.exp}')
     checkpoint_dir = Path(FLAGS.checkpoint_dir or f'checkpoints/{FLAGS.exp}')
     rundir.check(workdir, checkpoint_dir, config, FLAGS.overwrite)
-    config_lib.check_memory(config)
+    if FLAGS.compilation_cache_dir:
+      rundir.check_writable('compilation_cache_dir',
+                            Path(FLAGS.compilation_cache_dir))
   except config_lib.ConfigError as e:
     fail(str(e))
 
   import jax
   from src import checkpoint as checkpoint_lib
+  if FLAGS.compilation_cache_dir:
+    jax.config.update('jax_compilation_cache_dir',
+                      str(Path(FLAGS.compilation_cache_dir).absolute()))
+    jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.2)
+  try:
+    config_lib.check_memory(config)
+  except config_lib.ConfigError as e:
+    fail(str(e))
   devices = jax.devices()
   print(f'searchlight --exp={config.exp}: {len(devices)} '
         f'{devices[0].platform} device(s), workdir {workdir}, checkpoints '

@@ -19,7 +19,7 @@ CONFIG_FILE = 'config.json'
 LOCK_FILE = '.lock'
 
 
-def _check_writable(flag: str, path: Path) -> None:
+def check_writable(flag: str, path: Path) -> None:
   if path.exists() and not path.is_dir():
     raise ConfigError(f'--{flag}: {path} is a file; expected a folder path')
   existing = path
@@ -43,8 +43,8 @@ def stored_config(workdir: Path) -> dict | None:
 def check(workdir: Path, checkpoint_dir: Path, config: Config,
           overwrite: bool) -> None:
   """Refuses unusable paths and a workdir that holds a different run."""
-  _check_writable('workdir', workdir)
-  _check_writable('checkpoint_dir', checkpoint_dir)
+  check_writable('workdir', workdir)
+  check_writable('checkpoint_dir', checkpoint_dir)
   stored = stored_config(workdir)
   if stored is None or overwrite:
     return

@@ -6,6 +6,8 @@ it builds an `Ensemble` and calls `train_group`.
 """
 
 import dataclasses
+import os
+import signal
 import time
 from typing import Callable
 
@@ -66,6 +68,10 @@ def train_group(run, name: str, ensemble: train_lib.Ensemble, config, *,
         writer.add_scalar('train/accuracy', acc_SxT[:, t].mean(), s)
     if on_chunk is not None:
       on_chunk(step, metrics, writer)
+    if os.environ.get('SEARCHLIGHT_FAULT_KILL_AT') == f'{name}@{step}':
+      if writer is not None:
+        writer.flush()  # the events past the last checkpoint must be purged
+      os.kill(os.getpid(), signal.SIGKILL)  # tests: die as a preempted VM does
     progress.update(work * num_steps / config.steps,
                     f'{name} step {step}/{config.steps} '
                     f'loss {np.nanmean(loss_SxT[:, -1]):.3f}')

@@ -1,0 +1,159 @@
+"""Nothing lost: kill, preemption, damaged checkpoints, locks, determinism."""
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments import distance
+from tests.helpers import ROOT, read_csv, run_py, scalars
+
+FLAGS = ['--models=attention,rnn', '--lengths=3,6', '--seeds=2',
+         '--steps=60', '--chunk_steps=10', '--checkpoint_every=20',
+         '--batch_size=16', '--eval_examples=64']
+
+
+def values(path):
+  """results.csv without the timing columns, the only ones a rerun changes."""
+  return [{k: v for k, v in row.items() if k not in distance.TIMING_COLUMNS}
+          for row in read_csv(path)]
+
+
+def launch(root, *extra, env=None):
+  return run_py('--exp=distance', f'--workdir={root}/run',
+                f'--checkpoint_dir={root}/ckpt', *FLAGS, *extra, env=env)
+
+
+@pytest.fixture(scope='module')
+def reference(tmp_path_factory):
+  root = tmp_path_factory.mktemp('reference')
+  proc = launch(root)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return root
+
+
+def test_same_command_twice_is_identical(reference, tmp_path):
+  proc = launch(tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert values(tmp_path / 'run/results.csv') == values(
+      reference / 'run/results.csv')
+
+
+def test_sigkill_mid_group_resumes_to_identical_results(reference, tmp_path):
+  # Die after step 50 of the second group: its last checkpoint is step 40,
+  # and TensorBoard already holds events for steps 41..50.
+  proc = launch(tmp_path, env={'SEARCHLIGHT_FAULT_KILL_AT': 'attention_L006@50'})
+  assert proc.returncode == -signal.SIGKILL
+  rows = read_csv(tmp_path / 'run/results.csv')
+  assert {(r['model'], r['length']) for r in rows} == {('attention', '3')}
+  assert sorted(os.listdir(tmp_path / 'ckpt/attention_L006')) == ['20', '40']
+
+  proc = launch(tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'attention_L006: resuming from step 40' in proc.stdout
+  assert values(tmp_path / 'run/results.csv') == values(
+      reference / 'run/results.csv')
+  # TensorBoard shows every step once: the redone steps replace the old ones.
+  _, loss = scalars(tmp_path / 'run/tb/attention_L006', 'train/loss')
+  assert [s for s, _ in loss] == list(range(1, 61))
+  _, ref_loss = scalars(reference / 'run/tb/attention_L006', 'train/loss')
+  np.testing.assert_array_equal([v for _, v in loss], [v for _, v in ref_loss])
+
+
+def test_finished_run_is_not_redone(reference):
+  before = (reference / 'run/results.csv').read_text()
+  start = time.time()
+  proc = launch(reference)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'resuming' not in proc.stdout
+  assert (reference / 'run/results.csv').read_text() == before
+  _, loss = scalars(reference / 'run/tb/rnn_L006', 'train/loss')
+  assert [s for s, _ in loss] == list(range(1, 61))
+
+
+def test_damaged_latest_checkpoint_falls_back(reference, tmp_path):
+  proc = launch(tmp_path, env={'SEARCHLIGHT_FAULT_KILL_AT': 'rnn_L003@50'})
+  assert proc.returncode == -signal.SIGKILL
+  latest = tmp_path / 'ckpt/rnn_L003/40'
+  data = [p for p in latest.rglob('*') if p.is_file() and 'state' in p.parts
+          and p.stat().st_size > 200]
+  assert data
+  for p in data:  # garble the array data
+    raw = bytearray(p.read_bytes())
+    raw[len(raw) // 2: len(raw) // 2 + 64] = os.urandom(64)
+    p.write_bytes(bytes(raw))
+  proc = launch(tmp_path)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'checkpoint' in proc.stdout and 'damaged' in proc.stdout
+  assert 'resuming from step 20' in proc.stdout
+  assert 'Traceback' not in proc.stdout + proc.stderr
+  assert values(tmp_path / 'run/results.csv') == values(
+      reference / 'run/results.csv')
+
+
+def test_sigterm_saves_and_exits_within_seconds(tmp_path):
+  env = dict(os.environ, JAX_PLATFORMS='cpu')
+  cmd = [sys.executable, str(ROOT / 'run.py'), '--exp=distance',
+         f'--workdir={tmp_path}/run', f'--checkpoint_dir={tmp_path}/ckpt',
+         '--models=rnn', '--lengths=6', '--seeds=2', '--steps=1000000',
+         '--chunk_steps=50', '--checkpoint_every=1000000', '--batch_size=16']
+  proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+  events = tmp_path / 'run/tb/rnn_L006'
+  deadline = time.time() + 120
+  while not (events.exists() and any(events.iterdir())):
+    assert time.time() < deadline and proc.poll() is None, proc.stderr
+    time.sleep(0.2)
+  time.sleep(1.0)  # well into training
+  sent = time.time()
+  proc.send_signal(signal.SIGTERM)
+  out, err = proc.communicate(timeout=60)
+  assert time.time() - sent < 15
+  assert proc.returncode == 128 + signal.SIGTERM, err
+  assert 'Run the same command again to resume' in out
+  assert 'Traceback' not in out + err
+  saved = [int(p.name) for p in (tmp_path / 'ckpt/rnn_L006').iterdir()]
+  assert len(saved) == 1 and saved[0] > 0 and saved[0] % 50 == 0
+
+
+def test_lock_refuses_a_second_process(reference):
+  with open(reference / 'run/.lock', 'a+') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    proc = launch(reference)
+  assert proc.returncode == 2
+  assert proc.stderr.startswith('error: --workdir:') and 'in use' in proc.stderr
+
+
+def test_different_config_refused_then_overwrite(reference, tmp_path):
+  before = (reference / 'run/results.csv').read_text()
+  proc = run_py('--exp=distance', f'--workdir={reference}/run',
+                f'--checkpoint_dir={reference}/ckpt', *FLAGS, '--steps=61',
+                '--seeds=3')
+  assert proc.returncode == 2
+  line, = proc.stderr.strip().splitlines()
+  assert 'steps: 60 there, 61 now' in line and 'seeds: 2 there, 3 now' in line
+  assert '--overwrite' in line
+  assert (reference / 'run/results.csv').read_text() == before
+  # A field that does not change results (chunking) may differ on resume.
+  proc = launch(reference, '--checkpoint_every=30')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  # --overwrite discards the old run and its checkpoints.
+  shutil.copytree(reference / 'run', tmp_path / 'run')
+  shutil.copytree(reference / 'ckpt', tmp_path / 'ckpt')
+  proc = run_py('--exp=distance', f'--workdir={tmp_path}/run',
+                f'--checkpoint_dir={tmp_path}/ckpt', '--models=rnn',
+                '--lengths=3', '--seeds=1', '--steps=10', '--chunk_steps=10',
+                '--eval_examples=8', '--overwrite')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert len(read_csv(tmp_path / 'run/results.csv')) == 1
+  assert sorted(os.listdir(tmp_path / 'ckpt')) == ['rnn_L003']
+  assert json.loads((tmp_path / 'run/config.json').read_text())[
+      'config']['steps'] == 10
