@@ -60,7 +60,8 @@ def main(argv):
     experiment = load(FLAGS.exp)
     config = config_lib.parse(
         experiment.DEFAULTS,
-        {name: FLAGS[name].value for name in _FIELD_FLAGS})
+        {name: FLAGS[name].value for name in _FIELD_FLAGS},
+        models=experiment.MODELS)
     workdir = Path(FLAGS.workdir or f'runs/{FLAGS.exp}')
     checkpoint_dir = Path(FLAGS.checkpoint_dir or f'checkpoints/{FLAGS.exp}')
     rundir.check(workdir, checkpoint_dir, config, FLAGS.overwrite)

@@ -5,7 +5,7 @@ Imported lazily by name, so `run.py --help` and flag checks stay fast.
 
 import importlib
 
-EXPERIMENTS = ('distance',)
+EXPERIMENTS = ('distance', 'attention')
 
 
 def load(name: str):

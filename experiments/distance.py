@@ -34,6 +34,8 @@ DEFAULTS = Config(
     checkpoint_every=250,
 )
 
+MODELS = models_lib.MODELS  # what --models accepts here
+
 COLUMNS = ['model', 'length', 'seed', 'accuracy', 'loss', 'steps', 'diverged',
            'num_params', 'wall_s', 'compile_s']
 TIMING_COLUMNS = ('wall_s', 'compile_s')  # the only columns a rerun changes

@@ -24,8 +24,9 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
          2.042)
 
 
-def mean_ci95(values) -> tuple[float, float, float]:
-  """Mean and Student-t 95% interval over seeds (the mean alone for one)."""
+def mean_ci95(values, bounds=(0.0, 1.0)) -> tuple[float, float, float]:
+  """Mean and Student-t 95% interval over seeds (the mean alone for one),
+  clipped to the quantity's `bounds` (accuracies and weights: [0, 1])."""
   x = np.asarray(values, np.float64)
   x = x[np.isfinite(x)]
   if x.size == 0:
@@ -35,7 +36,8 @@ def mean_ci95(values) -> tuple[float, float, float]:
     return mean, mean, mean
   t = _T975[x.size - 2] if x.size - 1 <= len(_T975) else 1.960
   half = t * float(x.std(ddof=1)) / math.sqrt(x.size)
-  return mean, mean - half, mean + half
+  lo, hi = bounds if bounds else (-math.inf, math.inf)
+  return mean, max(mean - half, lo), min(mean + half, hi)
 
 
 def write_json(path: str | Path, obj) -> None:

@@ -77,8 +77,12 @@ class Ensemble:
 
   def __init__(self, model_fn: Callable[[nnx.Rngs], nnx.Module], task: Task,
                *, num_seeds: int, seed: int, batch_size: int,
-               learning_rate: float, mesh: jax.sharding.Mesh | None = None):
+               learning_rate: float, mesh: jax.sharding.Mesh | None = None,
+               probe: Callable | None = None, probe_examples: int = 512):
     self.task = task
+    # probe(model, tokens, labels) -> pytree, measured on a fixed batch at the
+    # end of every chunk, inside the compiled program.
+    self.probe, self.probe_examples = probe, probe_examples
     self.num_seeds = num_seeds
     self.batch_size = batch_size
     self.mesh = mesh or seed_mesh()
@@ -126,23 +130,30 @@ class Ensemble:
       steps_T = start_step + jnp.arange(num_steps)
       (params, opt_state, diverged), (loss_T, acc_T) = jax.lax.scan(
           step, carry, steps_T)
+      metrics = {'loss': loss_T, 'accuracy': acc_T}
+      if self.probe is not None:
+        metrics['probe'] = self._measure_one(
+            params, data_key, self.probe, tasks_lib.PROBE_STREAM,
+            self.probe_examples)
       return ({'params': params, 'opt_state': opt_state,
-               'diverged': diverged}, {'loss': loss_T, 'accuracy': acc_T})
+               'diverged': diverged}, metrics)
 
     return jax.vmap(one_seed)(state, data_keys_S)
 
-  def _evaluate(self, params, data_keys_S, stream, num_examples):
-    def one_seed(params, data_key):
-      key = tasks_lib.stream_key(data_key, stream)
-      tokens_BxL, labels_B = self.task.sample(key, num_examples)
-      logits, _ = self.model(params)(tokens_BxL)
-      loss, acc = cross_entropy(logits, labels_B)
-      return {'loss': loss, 'accuracy': acc}
-    return jax.vmap(one_seed)(params, data_keys_S)
+  def _measure_one(self, params, data_key, fn, stream, num_examples):
+    tokens_BxL, labels_B = self.task.sample(
+        tasks_lib.stream_key(data_key, stream), num_examples)
+    return fn(self.model(params), tokens_BxL, labels_B)
+
+  @staticmethod
+  def _loss_and_accuracy(model, tokens_BxL, labels_B):
+    logits, _ = model(tokens_BxL)
+    loss, acc = cross_entropy(logits, labels_B)
+    return {'loss': loss, 'accuracy': acc}
 
   def _compile(self, name, fn, *args, static=(), donate=()):
     """AOT-compiles once per (name, static args); compile time is counted."""
-    cache_key = (name,) + tuple(static)
+    cache_key = (name,) + tuple(static)  # name may hold the function itself
     if cache_key not in self._compiled:
       start = time.perf_counter()
       jitted = jax.jit(fn, static_argnums=tuple(
@@ -178,14 +189,23 @@ class Ensemble:
                        static=(num_steps,), donate=(0,))
     return fn(state, keys, start)
 
+  def measure(self, params, fn, *, stream=tasks_lib.EVAL_STREAM,
+              num_examples: int = 2048) -> dict:
+    """fn(model, tokens, labels) on fresh strings of `stream`, every seed;
+    the result is on the host without the padding seeds."""
+    keys = jax.device_put(self.data_keys, self.seed_sharding)
+    run = lambda params, keys: jax.vmap(
+        lambda p, k: self._measure_one(p, k, fn, stream, num_examples))(
+            params, keys)
+    compiled = self._compile(('measure', fn, stream, num_examples), run,
+                             params, keys)
+    return self.unpad(compiled(params, keys))
+
   def evaluate(self, params, *, stream=tasks_lib.EVAL_STREAM,
                num_examples: int = 2048) -> dict[str, np.ndarray]:
-    """Per-seed metrics on fresh strings from a stream training never uses."""
-    keys = jax.device_put(self.data_keys, self.seed_sharding)
-    fn = self._compile('eval', self._evaluate, params, keys,
-                       static=(stream, num_examples))
-    out = jax.device_get(fn(params, keys))
-    return {k: np.asarray(v)[:self.num_seeds] for k, v in out.items()}
+    """Per-seed loss and accuracy on fresh strings training never sees."""
+    return self.measure(params, self._loss_and_accuracy, stream=stream,
+                        num_examples=num_examples)
 
   def unpad(self, tree: Any) -> Any:
     """Drops the padding seeds from a seed-stacked pytree (on the host)."""

@@ -1,0 +1,48 @@
+"""Measurements on a trained model, jittable, per seed (the trainer vmaps them).
+
+Shape legend: B batch, L length, H heads, C classes.
+"""
+
+import jax
+import jax.numpy as jnp
+
+
+def entropy(p, axis=-1):
+  """Shannon entropy in nats; 0 log 0 = 0."""
+  return -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0),
+                  axis=axis)
+
+
+def last_query_attention(model, tokens_BxL):
+  """The last layer's weights from the last position's query, att_BxHxL."""
+  logits_BxC, aux = model(tokens_BxL)
+  return logits_BxC, aux['attention'][-1][:, :, -1, :]
+
+
+def class_mean(x_B, mask_B):
+  """Mean of x over the strings where mask holds (0 if none); x may have
+  trailing axes."""
+  w = mask_B.astype(jnp.float32).reshape(mask_B.shape + (1,) * (x_B.ndim - 1))
+  return jnp.sum(w * x_B, axis=0) / jnp.maximum(jnp.sum(w), 1.0)
+
+
+def searchlight(model, tokens_BxL, labels_B, num_classes=2):
+  """Where the last query looks, per class of first symbol.
+
+  Returns, for each class c (axis 0): weights_CxL (the mean weight on every
+  position, heads averaged), pos0_mass_C (mean weight on position 0),
+  entropy_C (mean entropy of each string's weights) and accuracy_C.
+  """
+  logits_BxC, att_BxHxL = last_query_attention(model, tokens_BxL)
+  att_BxL = att_BxHxL.mean(axis=1)
+  correct_B = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
+  per_class = []
+  for c in range(num_classes):
+    mask = labels_B == c
+    per_class.append({
+        'weights': class_mean(att_BxL, mask),
+        'pos0_mass': class_mean(att_BxL[:, 0], mask),
+        'entropy': class_mean(entropy(att_BxL), mask),
+        'accuracy': class_mean(correct_B, mask),
+    })
+  return jax.tree.map(lambda *x: jnp.stack(x), *per_class)
