@@ -34,6 +34,7 @@ flags.DEFINE_bool('overwrite', False,
 # bad value gets the same one-line message.
 _FIELD_FLAGS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
                 'learning_rate', 'd_model', 'num_heads', 'num_layers',
+                'heads', 'depths', 'vocab',
                 'num_filler', 'eval_examples', 'chunk_steps',
                 'checkpoint_every')
 for _name in _FIELD_FLAGS:
@@ -78,7 +79,8 @@ def main(argv):
                       str(Path(FLAGS.compilation_cache_dir).absolute()))
     jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.2)
   try:
-    config_lib.check_memory(config)
+    config_lib.check_memory(config, getattr(
+        experiment, 'estimate_bytes', config_lib.estimate_bytes))
   except config_lib.ConfigError as e:
     fail(str(e))
   devices = jax.devices()

@@ -5,7 +5,8 @@ Imported lazily by name, so `run.py --help` and flag checks stay fast.
 
 import importlib
 
-EXPERIMENTS = ('distance', 'attention')
+EXPERIMENTS = ('distance', 'attention', 'gradient', 'cost', 'heads',
+               'induction')
 
 
 def load(name: str):

@@ -37,6 +37,11 @@ class Config:
   d_model: int = _field(32, 'width shared by every model (embedding, state)')
   num_heads: int = _field(1, 'attention heads per layer')
   num_layers: int = _field(1, 'attention layers')
+  heads: tuple[int, ...] = _field((1, 2, 4),
+                                  'head counts compared (--exp=heads)')
+  depths: tuple[int, ...] = _field((1, 2),
+                                   'attention depths compared (--exp=induction)')
+  vocab: int = _field(16, 'token vocabulary of the induction task')
   num_filler: int = _field(8, 'distinct neutral filler symbols')
   eval_examples: int = _field(2048, 'fresh test strings per seed')
   chunk_steps: int = _field(100, 'steps per compiled scan chunk (log points)',
@@ -132,6 +137,9 @@ def parse(defaults: Config, raw: dict, *, models=models_lib.MODELS,
       'd_model': lambda t: _int('d_model', t),
       'num_heads': lambda t: _int('num_heads', t),
       'num_layers': lambda t: _int('num_layers', t),
+      'heads': lambda t: _int_list('heads', t, 1),
+      'depths': lambda t: _int_list('depths', t, 1),
+      'vocab': lambda t: _int('vocab', t, minimum=3),
       'num_filler': lambda t: _int('num_filler', t),
       'eval_examples': lambda t: _int('eval_examples', t),
       'chunk_steps': lambda t: _int('chunk_steps', t),
@@ -140,9 +148,12 @@ def parse(defaults: Config, raw: dict, *, models=models_lib.MODELS,
   updates = {name: parsers[name](text) for name, text in raw.items()
              if text is not None and name in parsers}
   config = dataclasses.replace(defaults, **updates)
-  if config.d_model % config.num_heads:
-    raise ConfigError(f'--num_heads: must divide --d_model={config.d_model}, '
-                      f'got {config.num_heads}')
+  for flag, counts in (('num_heads', (config.num_heads,)),
+                       ('heads', config.heads)):
+    for h in counts:
+      if config.d_model % h:
+        raise ConfigError(f'--{flag}: must divide --d_model={config.d_model},'
+                          f' got {h}')
   return config
 
 
@@ -176,8 +187,8 @@ def available_bytes() -> int:
   return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_AVPHYS_PAGES')
 
 
-def check_memory(config: Config) -> None:
-  need, have = estimate_bytes(config), available_bytes()
+def check_memory(config: Config, estimate=estimate_bytes) -> None:
+  need, have = estimate(config), available_bytes()
   if need > 0.8 * have:
     raise ConfigError(
         f'--lengths/--seeds/--batch_size/--eval_examples: the largest group '

@@ -82,9 +82,12 @@ class AttentionClassifier(nnx.Module):
     L = tokens_BxL.shape[1]
     return self.token_embed(tokens_BxL) + self.position_embed(jnp.arange(L))
 
-  def classify(self, x_BxLxD, *, all_positions=False, head_masks=None):
+  def classify(self, x_BxLxD, *, all_positions=False, head_masks=None,
+               per_position=False):
     """all_positions=False computes only the read-out query in the last layer
-    (exact: tests check it against the full layer)."""
+    (exact: tests check it against the full layer). per_position=True
+    returns logits_BxLxC at every position, as a sequence model uses it."""
+    all_positions = all_positions or per_position
     L = x_BxLxD.shape[1]
     attention = []
     for i, layer in enumerate(self.layers):
@@ -94,6 +97,8 @@ class AttentionClassifier(nnx.Module):
       y, att = layer(x_BxLxD, query_positions=q_pos, head_mask=mask)
       x_BxLxD = (x_BxLxD if q_pos is None else x_BxLxD[:, q_pos]) + y
       attention.append(att)
+    if per_position:
+      return self.classifier(x_BxLxD), {'attention': attention}
     logits_BxC = self.classifier(x_BxLxD[:, -1])
     return logits_BxC, {'attention': attention}
 
@@ -140,8 +145,9 @@ class RecurrentClassifier(nnx.Module):
   LeCun-normal input kernels, orthogonal recurrent kernels, zero biases."""
 
   def __init__(self, kind: str, *, vocab_size: int, d_model: int,
-               num_classes: int, rngs: nnx.Rngs):
+               num_classes: int, rngs: nnx.Rngs, unroll: int = 1):
     self.kind = kind
+    self.unroll = unroll  # scan steps per loop iteration (same numbers)
     self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
     self.cell = _CELLS[kind](d_model, d_model, rngs=rngs)
     self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)
@@ -159,11 +165,13 @@ class RecurrentClassifier(nnx.Module):
     h0 = jnp.zeros((B, D), x_BxLxD.dtype)
     carry = (h0, h0) if self.kind == 'lstm' else h0
     step = lambda carry, xi: _cell_step(self.kind, w_hh, b_hh, carry, xi)
-    _, h_LxBxD = jax.lax.scan(step, carry, xi_LxBxG)
+    _, h_LxBxD = jax.lax.scan(step, carry, xi_LxBxG, unroll=self.unroll)
     return h_LxBxD
 
-  def classify(self, x_BxLxD, **unused):
+  def classify(self, x_BxLxD, *, per_position=False, **unused):
     h_LxBxD = self.hidden_states(x_BxLxD)
+    if per_position:
+      return self.classifier(jnp.swapaxes(h_LxBxD, 0, 1)), {}
     return self.classifier(h_LxBxD[-1]), {}
 
   def __call__(self, tokens_BxL, **kwargs):

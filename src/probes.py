@@ -46,3 +46,24 @@ def searchlight(model, tokens_BxL, labels_B, num_classes=2):
         'accuracy': class_mean(correct_B, mask),
     })
   return jax.tree.map(lambda *x: jnp.stack(x), *per_class)
+
+
+def margin_sensitivity(model, tokens_BxL, labels_B):
+  """||d(logit_A - logit_B) / d e_0||, mean over strings: how strongly the
+  output margin still feels the input vector at position 0 (token plus
+  position embedding). The margin, unlike the loss, does not vanish once the
+  task is learned."""
+  x_BxLxD = model.embed(tokens_BxL)
+
+  def total_margin(e0_BxD):
+    logits_BxC, _ = model.classify(x_BxLxD.at[:, 0].set(e0_BxD))
+    return jnp.sum(logits_BxC[:, 0] - logits_BxC[:, 1])  # strings independent
+
+  grad_BxD = jax.grad(total_margin)(x_BxLxD[:, 0])
+  out = {'sensitivity': jnp.linalg.norm(grad_BxD, axis=-1).mean()}
+  if hasattr(model, 'layers'):  # attention: the bridge's own coefficient
+    _, att_BxHxL = last_query_attention(model, tokens_BxL)
+    out['pos0_mass'] = att_BxHxL[:, :, 0].mean()
+  logits_BxC, _ = model.classify(x_BxLxD)
+  out['accuracy'] = (jnp.argmax(logits_BxC, -1) == labels_B).mean()
+  return out

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 A, B, QUERY = 0, 1, 2  # token ids of the two first symbols and the query marker
-FIRST_FILLER = 3  # filler ids are FIRST_FILLER .. FIRST_FILLER + num_filler - 1
+FIRST_FILLER = 3  # memory task: filler ids FIRST_FILLER .. FIRST_FILLER + num_filler - 1
 MIN_LENGTH = 3  # first symbol, at least one filler, query
 
 # Independent data streams drawn from one seed's data key.
@@ -52,3 +52,67 @@ def stream_key(data_key: jax.Array, stream: int) -> jax.Array:
 def train_key(data_key: jax.Array, step) -> jax.Array:
   """Training strings at `step`: a resumed run draws exactly the same ones."""
   return jax.random.fold_in(stream_key(data_key, TRAIN_STREAM), step)
+
+
+# -- two relations at once (heads) ---------------------------------------------
+# Tokens: A, B, QUERY as above; C and D the second symbols; then neutral filler.
+C, D = 3, 4
+FIRST_PAIR_FILLER = 5
+
+
+def two_symbol_vocab_size(num_filler: int) -> int:
+  return FIRST_PAIR_FILLER + num_filler
+
+
+def two_symbol_batch(key, batch_size: int, length: int, num_filler: int):
+  """Position 0 holds A or B; one of C or D sits at a random position in
+  1..L-2; the filler is neutral symbols plus A and B decoys, so the first
+  symbol can only be found by its position while the second can only be found
+  by its content. Label = 2 * first (A=0, B=1) + second (C=0, D=1).
+
+  Returns (tokens_BxL, labels_B).
+  """
+  if length < 4:
+    raise ValueError(f'two-symbol task length must be >= 4, got {length}')
+  k_first, k_second, k_pos, k_fill = jax.random.split(key, 4)
+  first = jax.random.bernoulli(k_first, 0.5, (batch_size,)).astype(jnp.int32)
+  second = jax.random.bernoulli(k_second, 0.5, (batch_size,)).astype(jnp.int32)
+  pos = jax.random.randint(k_pos, (batch_size,), 1, length - 1)
+  # Filler draws from the neutral symbols and the two decoys A and B.
+  draw = jax.random.randint(k_fill, (batch_size, length), 0, num_filler + 2)
+  filler = jnp.where(draw < 2, draw, FIRST_PAIR_FILLER + draw - 2)
+  positions = jnp.arange(length)[None, :]
+  tokens = jnp.where(positions == pos[:, None], C + second[:, None], filler)
+  tokens = tokens.at[:, 0].set(first).at[:, -1].set(QUERY)
+  return tokens.astype(jnp.int32), 2 * first + second
+
+
+def second_symbol_position(tokens_BxL):
+  return jnp.argmax((tokens_BxL == C) | (tokens_BxL == D), axis=1)
+
+
+# -- induction -------------------------------------------------------------------
+
+def induction_batch(key, batch_size: int, length: int, vocab: int):
+  """Random tokens; the last token (the trigger) occurs exactly once before,
+  at position p in 0..L-3; the label is the token at p + 1.
+
+  Returns (tokens_BxL, labels_B).
+  """
+  if length < 4:
+    raise ValueError(f'induction task length must be >= 4, got {length}')
+  k_trigger, k_pos, k_rest = jax.random.split(key, 3)
+  trigger = jax.random.randint(k_trigger, (batch_size, 1), 0, vocab)
+  pos = jax.random.randint(k_pos, (batch_size, 1), 0, length - 2)
+  rest = jax.random.randint(k_rest, (batch_size, length), 0, vocab - 1)
+  rest = rest + (rest >= trigger)  # every other token differs from the trigger
+  positions = jnp.arange(length)[None, :]
+  tokens = jnp.where((positions == pos) | (positions == length - 1), trigger,
+                     rest)
+  labels = jnp.take_along_axis(tokens, pos + 1, axis=1)[:, 0]
+  return tokens.astype(jnp.int32), labels.astype(jnp.int32)
+
+
+def trigger_position(tokens_BxL):
+  """Where the trigger occurred before the end."""
+  return jnp.argmax(tokens_BxL[:, :-1] == tokens_BxL[:, -1:], axis=1)

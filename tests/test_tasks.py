@@ -57,3 +57,36 @@ def test_minimum_length_three():
   tokens, first = batch(jax.random.key(3), length=3)
   assert tokens.shape == (512, 3)
   assert (np.asarray(tokens[:, 2]) == tasks.QUERY).all()
+
+
+def test_two_symbol_task():
+  tokens, labels = jax.jit(tasks.two_symbol_batch, static_argnums=(1, 2, 3))(
+      jax.random.key(0), 512, 12, 6)
+  tokens, labels = np.asarray(tokens), np.asarray(labels)
+  second = (tokens == tasks.C) | (tokens == tasks.D)
+  assert (second.sum(1) == 1).all()  # exactly one second symbol
+  assert not second[:, 0].any() and not second[:, -1].any()
+  pos = np.asarray(tasks.second_symbol_position(tokens))
+  np.testing.assert_array_equal(labels, 2 * tokens[:, 0] +
+                                (tokens[np.arange(512), pos] - tasks.C))
+  assert (tokens[:, -1] == tasks.QUERY).all()
+  decoys = np.isin(tokens[:, 1:-1], [tasks.A, tasks.B])
+  assert decoys.any()  # the first symbol is only found by its position
+  assert set(np.unique(labels)) == {0, 1, 2, 3}
+  assert len(np.unique(pos)) == 10  # every filler position is used
+
+
+def test_induction_task():
+  V, L = 16, 20
+  tokens, labels = jax.jit(tasks.induction_batch, static_argnums=(1, 2, 3))(
+      jax.random.key(1), 1024, L, V)
+  tokens, labels = np.asarray(tokens), np.asarray(labels)
+  trigger = tokens[:, -1]
+  earlier = tokens[:, :-1] == trigger[:, None]
+  assert (earlier.sum(1) == 1).all()  # the trigger appears exactly once before
+  p = earlier.argmax(1)
+  assert (p <= L - 3).all()
+  np.testing.assert_array_equal(labels, tokens[np.arange(1024), p + 1])
+  np.testing.assert_array_equal(p, tasks.trigger_position(tokens))
+  assert tokens.min() >= 0 and tokens.max() < V
+  assert len(np.unique(labels)) == V

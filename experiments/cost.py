@@ -1,0 +1,275 @@
+"""Everything at once, at a quadratic price: what one step costs at length L.
+
+Command: `python run.py --exp=cost` (about 3 minutes on a 2-core CPU).
+For each model and length (64 to 8192), one forward pass and one training
+step (Adam) on a batch of 4 strings, d_model 32: FLOPs and bytes from XLA's
+cost analysis, peak temporary memory from the compiled executable, median
+wall time over repeats after warm-up, and the sequential depth.
+
+Every model is measured as a sequence model uses it: an output at every
+position (`attention` computes every query against every key). The
+classifier's exact shortcut, which computes only the last query, is measured
+too as `attention_last`.
+
+XLA's cost analysis counts a loop body once, whatever its trip count, so a
+recurrent scan is analysed twice, one and two steps per loop iteration: the
+difference is one step's cost, and the total is rebuilt as the rest plus L
+steps. Expect FLOPs ~ L^2 for attention (exponent near 2) and ~ L for the
+recurrent nets (near 1); wall time, on a CPU, is where the sequential depth
+(L dependent steps against one) shows.
+"""
+
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from src import models as models_lib
+from src import record
+from src.checkpoint import Preempted
+from src import tasks as tasks_lib
+from src.config import Config
+
+DEFAULTS = Config(
+    exp='cost',
+    models=('attention', 'attention_last', 'lstm', 'gru', 'rnn'),
+    lengths=(64, 128, 256, 512, 1024, 2048, 4096, 8192),
+    seeds=1,  # cost is per model; seeds do not enter
+    steps=1,
+    batch_size=4,  # the quadratic grid is per string; 8192^2 fits at 4
+    learning_rate=3e-3,
+)
+MODELS = ('attention', 'attention_last', 'lstm', 'gru', 'rnn')
+COLUMNS = ['model', 'length', 'pass', 'flops', 'bytes', 'peak_bytes',
+           'wall_s', 'depth', 'compile_s']
+PASSES = ('forward', 'train')
+TIME_BUDGET_S = 0.5  # per measurement, after two warm-up calls
+COLORS = {'attention': 'C3', 'attention_last': 'C1', 'lstm': 'C0',
+          'gru': 'C2', 'rnn': 'C7'}
+
+
+def estimate_bytes(config: Config) -> int:
+  """The attention training step's L x L grids (scores, weights and their
+  gradients, per head) dominate; float32."""
+  if not any(m == 'attention' for m in config.models):
+    return 0
+  L = max(config.lengths)
+  return 4 * 4 * config.batch_size * config.num_heads * L * L
+
+
+def build(model: str, config: Config, length: int, unroll: int = 1):
+  kind = 'attention' if model.startswith('attention') else model
+  net = models_lib.make_model(
+      kind, vocab_size=tasks_lib.vocab_size(config.num_filler), length=length,
+      d_model=config.d_model, num_classes=2, num_heads=config.num_heads,
+      num_layers=config.num_layers, rngs=nnx.Rngs(0))
+  if kind != 'attention':
+    net.unroll = unroll
+  return nnx.split(net)
+
+
+def programs(model: str, config: Config, length: int, unroll: int = 1):
+  """(forward, train step, args): jittable functions of one model."""
+  graphdef, params = build(model, config, length, unroll)
+  tx = optax.adam(config.learning_rate)
+  tokens, labels = tasks_lib.memory_batch(jax.random.key(0), config.batch_size,
+                                          length, config.num_filler)
+  per_position = model != 'attention_last'
+
+  def logits_fn(params, tokens):
+    logits, _ = nnx.merge(graphdef, params)(tokens, per_position=per_position)
+    return logits
+
+  def loss_fn(params, tokens, labels):
+    logits = logits_fn(params, tokens)
+    if per_position:  # every position predicts the first symbol
+      labels = jnp.broadcast_to(labels[:, None], logits.shape[:2])
+    return optax.softmax_cross_entropy_with_integer_labels(
+        logits, labels).mean()
+
+  def train_step(params, opt_state, tokens, labels):
+    grads = jax.grad(loss_fn)(params, tokens, labels)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+  return {'forward': (logits_fn, (params, tokens)),
+          'train': (train_step, (params, tx.init(params), tokens, labels))}
+
+
+def analyse(fn, args):
+  start = time.perf_counter()
+  compiled = jax.jit(fn).lower(*args).compile()
+  compile_s = time.perf_counter() - start
+  cost = compiled.cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  memory = compiled.memory_analysis()
+  return compiled, float(cost.get('flops', 0.0)), float(
+      cost.get('bytes accessed', 0.0)), memory, compile_s
+
+
+def measure(model: str, config: Config, length: int) -> list[dict]:
+  rows = []
+  progs = programs(model, config, length)
+  unrolled = programs(model, config, length, unroll=2) if (
+      not model.startswith('attention')) else None
+  for pass_name in PASSES:
+    fn, args = progs[pass_name]
+    compiled, flops, bytes_, memory, compile_s = analyse(fn, args)
+    if unrolled is not None:
+      # One loop iteration holds one step (two when unrolled): rebuild the
+      # total from the rest plus `length` steps.
+      _, flops2, bytes2, _, c2 = analyse(*unrolled[pass_name])
+      compile_s += c2
+      flops = flops + (length - 1) * (flops2 - flops)
+      bytes_ = bytes_ + (length - 1) * (bytes2 - bytes_)
+    jax.block_until_ready(compiled(*args))
+    jax.block_until_ready(compiled(*args))
+    times, spent = [], 0.0
+    while len(times) < 3 or (spent < TIME_BUDGET_S and len(times) < 50):
+      start = time.perf_counter()
+      jax.block_until_ready(compiled(*args))
+      times.append(time.perf_counter() - start)
+      spent += times[-1]
+    rows.append(dict(
+        model=model, length=length, **{'pass': pass_name}, flops=flops,
+        bytes=bytes_, peak_bytes=int(memory.temp_size_in_bytes),
+        wall_s=statistics.median(times),
+        depth=config.num_layers if model.startswith('attention') else length,
+        compile_s=compile_s))
+  return rows
+
+
+def run(config: Config, run_dir, *, stop=None) -> dict:
+  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
+  groups = [(m, L) for m in config.models for L in config.lengths]
+  # Cost grows with L for every model: weight the ETA by L (L^2 above 1024
+  # for the full attention grid).
+  work = {(m, L): L * (max(1, L / 1024) if m == 'attention' else 1)
+          for m, L in groups}
+  progress = record.Progress(sum(work.values()))
+  for model, length in groups:
+    if stop is not None and stop.requested:
+      raise Preempted(stop.signum, f'{model} L={length}')
+    if not results.has(model=model, length=length):
+      rows = measure(model, config, length)
+      if run_dir.is_writer:
+        results.append(rows)
+      progress.say(
+          f'{model:>14s} L={length:<5d} ' + '  '.join(
+              f'{r["pass"]}: {r["flops"]:.2e} FLOP {r["wall_s"] * 1e3:7.2f} ms '
+              f'{r["peak_bytes"] / 2**20:7.1f} MiB' for r in rows))
+    progress.update(work[model, length], f'{model} L={length}')
+  return finish(config, run_dir, results.rows)
+
+
+def loglog_slope(lengths, values):
+  x, y = np.log(np.asarray(lengths, float)), np.log(np.asarray(values, float))
+  return float(np.polyfit(x, y, 1)[0]) if len(x) > 1 else float('nan')
+
+
+def summarize(config: Config, rows: list[dict]) -> dict:
+  lengths = sorted(config.lengths)
+  upper = lengths[len(lengths) // 2:] if len(lengths) > 2 else lengths
+  get = lambda m, p, L, k: next(float(r[k]) for r in rows if r['model'] == m
+                                and r['pass'] == p and int(r['length']) == L)
+  out = {'models': {}, 'fit_lengths': upper, 'claims': []}
+  for m in config.models:
+    out['models'][m] = {
+        p: {'flops_exponent': loglog_slope(upper, [get(m, p, L, 'flops')
+                                                   for L in upper]),
+            'wall_exponent': loglog_slope(upper, [get(m, p, L, 'wall_s')
+                                                  for L in upper]),
+            'peak_bytes_exponent': loglog_slope(
+                upper, [max(get(m, p, L, 'peak_bytes'), 1) for L in upper])}
+        for p in PASSES}
+    out['models'][m]['depth'] = {str(L): int(get(m, 'forward', L, 'depth'))
+                                 for L in lengths}
+  for att in ('attention', 'attention_last'):
+    if att in config.models and 'lstm' in config.models:
+      cross = {}
+      for p in PASSES:
+        over = [L for L in lengths
+                if get(att, p, L, 'wall_s') > get('lstm', p, L, 'wall_s')]
+        cross[p] = over[0] if over else None
+      out[f'{att}_overtakes_lstm_wall_at'] = cross
+  m = out['models']
+  if 'attention' in m:
+    rec = [x for x in ('lstm', 'gru', 'rnn') if x in m]
+    fe = m['attention']['train']['flops_exponent']
+    out['claims'].append(dict(
+        claim='Attention pays an N x N price: doubling the length quadruples '
+              'the work.',
+        measured=f'FLOPs ~ L^{fe:.2f} for attention (train step), ' + ', '.join(
+            f'{x} L^{m[x]["train"]["flops_exponent"]:.2f}' for x in rec),
+        verdict='held' if 1.8 <= fe <= 2.2 else 'did not hold'))
+    out['claims'].append(dict(
+        claim='Attention is one matrix product over all pairs (depth '
+              f'{config.num_layers}); recurrence is N dependent steps.',
+        measured='sequential depth at L=' + str(lengths[-1]) + ': ' + ', '.join(
+            f'{x} {m[x]["depth"][str(lengths[-1])]}' for x in m) + (
+                '; attention overtakes the LSTM in wall time at L='
+                f'{out.get("attention_overtakes_lstm_wall_at", {}).get("train")}'
+                ' (train) on this machine' if 'lstm' in m else ''),
+        verdict='held'))
+  return out
+
+
+def finish(config, run_dir, rows) -> dict:
+  summary = summarize(config, rows)
+  if run_dir.is_writer:
+    record.write_json(run_dir.path / 'summary.json', summary)
+    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
+    record.write_config_text(writer, config.to_json())
+    for r in rows:
+      writer.add_scalar(f'{r["pass"]}_wall_s/{r["model"]}',
+                        float(r['wall_s']), int(r['length']))
+      writer.add_scalar(f'{r["pass"]}_flops/{r["model"]}', float(r['flops']),
+                        int(r['length']))
+    plot(config, summary, rows, run_dir.path / 'cost.png', writer)
+    writer.close()
+  table = [[m] + [f'{e[p][k]:.2f}' for p in PASSES
+                  for k in ('flops_exponent', 'wall_exponent')]
+           for m, e in summary['models'].items()]
+  print(f'\nLog-log exponents over L in {summary["fit_lengths"]}')
+  print(record.table(table, ['model', 'fwd FLOPs', 'fwd wall', 'train FLOPs',
+                             'train wall']))
+  for k, v in summary.items():
+    if k.endswith('_overtakes_lstm_wall_at'):
+      print(f'{k}: {v}')
+  for c in summary['claims']:
+    print(f'- {c["verdict"].upper()}: {c["claim"]} ({c["measured"]})')
+  return summary
+
+
+def plot(config, summary, rows, path, writer=None):
+  plt = record.pyplot()
+  fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+  lengths = sorted(config.lengths)
+  for ax, key, label in zip(axes, ('flops', 'peak_bytes', 'wall_s'),
+                            ('FLOPs per training step',
+                             'peak temporary memory (bytes)',
+                             'wall time per training step (s)')):
+    for m in config.models:
+      v = [next(float(r[key]) for r in rows if r['model'] == m and
+                r['pass'] == 'train' and int(r['length']) == L)
+           for L in lengths]
+      exponent = {'flops': 'flops_exponent', 'wall_s': 'wall_exponent',
+                  'peak_bytes': 'peak_bytes_exponent'}[key]
+      slope = summary['models'][m]['train'][exponent]
+      name = m + (' (last query only)' if m == 'attention_last' else '')
+      ax.plot(lengths, np.maximum(v, 1e-12), 'o-', color=COLORS.get(m),
+              label=f'{name}: slope {slope:.2f}')
+    ax.set_xscale('log', base=2)
+    ax.set_yscale('log')
+    ax.set_xlabel('sequence length L')
+    ax.set_title(label, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, which='both')
+  fig.suptitle(f'The price of looking everywhere: batch {config.batch_size}, '
+               f'd_model {config.d_model}; slopes fitted over L >= '
+               f'{summary["fit_lengths"][0]}', fontsize=10)
+  record.save_figure(fig, path, writer, 'figures/cost')

@@ -1,0 +1,265 @@
+"""Many looks: do several heads divide the labour without being told?
+
+Command: `python run.py --exp=heads` (about a minute on a 2-core CPU).
+
+The task needs two relations at once. Position 0 holds A or B; one C or D
+sits at a random position in the filler; the answer is the pair (4 classes).
+The filler also holds A and B decoys, so the first symbol can only be found
+by its position, while the second can only be found by its content. The two
+lookups use different kinds of key, and the targets sit at different places,
+so one head serves both only by splitting its weight between them and
+receiving a blend of both values. Nothing in the loss says which head should
+do what.
+
+Trains the one-layer attention model with 1, 2 and 4 heads at equal d_model
+(32), L=16, four seeds, 800 Adam steps of 32 strings. Per head, on a probe
+batch: the last query's weight on position 0 (mass_first) and on the second
+symbol (mass_second), and the accuracy on each half of the answer with that
+head's output zeroed. Expect: with two heads, the relations split onto
+different heads, each head's ablation breaking its own half.
+"""
+
+import functools
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from src import models as models_lib
+from src import record
+from src import sweep
+from src import tasks as tasks_lib
+from src import train as train_lib
+from src.config import Config
+
+DEFAULTS = Config(
+    exp='heads',
+    models=('attention',),
+    lengths=(16,),
+    heads=(1, 2, 4),
+    seeds=4,
+    steps=800,
+    batch_size=32,
+    learning_rate=3e-3,
+    num_filler=6,
+    chunk_steps=40,
+    checkpoint_every=400,
+)
+MODELS = ('attention',)
+COLUMNS = ['num_heads', 'length', 'seed', 'head', 'mass_first', 'mass_second',
+           'ablated_acc_first', 'ablated_acc_second', 'accuracy']
+SPECIALISED = 0.5  # a head "holds" a relation with over half its weight on it
+PROBE_EXAMPLES = 512
+
+
+def two_symbol_task(length: int, num_filler: int) -> train_lib.Task:
+  return train_lib.Task(
+      'two_symbol', length, tasks_lib.two_symbol_vocab_size(num_filler), 4,
+      lambda key, n: tasks_lib.two_symbol_batch(key, n, length, num_filler))
+
+
+def head_roles(model, tokens_BxL, labels_B):
+  """Per head: weight on each relation's target, and the halves' accuracy
+  with that head ablated. Also the maps of 16 strings, for pictures."""
+  logits, aux = model(tokens_BxL)
+  att_BxHxL = aux['attention'][-1][:, :, -1, :]
+  H = att_BxHxL.shape[1]
+  second_B = tasks_lib.second_symbol_position(tokens_BxL)
+  mass_second_BxH = jnp.take_along_axis(
+      att_BxHxL, second_B[:, None, None], axis=2)[..., 0]
+
+  def halves(logits):
+    pred = jnp.argmax(logits, -1)
+    return ((pred // 2 == labels_B // 2).mean(),
+            (pred % 2 == labels_B % 2).mean())
+
+  ablated = [halves(model(tokens_BxL, head_masks=[1.0 - jax.nn.one_hot(h, H)])[0])
+             for h in range(H)]
+  return {
+      'mass_first': att_BxHxL[:, :, 0].mean(0),
+      'mass_second': mass_second_BxH.mean(0),
+      'ablated_first': jnp.stack([a[0] for a in ablated]),
+      'ablated_second': jnp.stack([a[1] for a in ablated]),
+      'accuracy': (jnp.argmax(logits, -1) == labels_B).mean(),
+      'maps': att_BxHxL[:16],
+      'second_position': second_B[:16],
+  }
+
+
+def run(config: Config, run_dir, *, stop=None) -> dict:
+  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
+  groups = [(h, L) for h in config.heads for L in config.lengths]
+  work = {g: sweep.group_work(config.steps, g[1], 'attention') for g in groups}
+  progress = record.Progress(sum(work.values()))
+  maps = {}
+  for num_heads, length in groups:
+    name = f'heads{num_heads}_L{length:03d}'
+    task = two_symbol_task(length, config.num_filler)
+    ensemble = train_lib.Ensemble(
+        functools.partial(models_lib.make_model, 'attention',
+                          vocab_size=task.vocab_size, length=length,
+                          d_model=config.d_model, num_classes=4,
+                          num_heads=num_heads, num_layers=1),
+        task, num_seeds=config.seeds, seed=config.seed,
+        batch_size=config.batch_size, learning_rate=config.learning_rate,
+        probe=head_roles, probe_examples=PROBE_EXAMPLES)
+    if results.has(num_heads=num_heads, length=length):
+      progress.update(work[num_heads, length], f'{name} done')
+      continue
+
+    def log_chunk(step, metrics, writer):
+      if writer is None:
+        return
+      p = jax.tree.map(lambda x: np.asarray(x)[:config.seeds],
+                       metrics['probe'])
+      for h in range(p['mass_first'].shape[1]):
+        writer.add_scalar(f'mass_first/head{h}', p['mass_first'][:, h].mean(),
+                          step)
+        writer.add_scalar(f'mass_second/head{h}',
+                          p['mass_second'][:, h].mean(), step)
+        writer.add_image(f'seed0_head{h}', _map_image(
+            p['maps'][0, :, h], p['second_position'][0]), step,
+                         dataformats='HWC')
+
+    trained = sweep.train_group(run_dir, name, ensemble, config,
+                                progress=progress,
+                                work=work[num_heads, length], stop=stop,
+                                on_chunk=log_chunk)
+    final = ensemble.measure(trained.state['params'], head_roles,
+                             num_examples=config.eval_examples)
+    if trained.writer is not None:
+      trained.writer.add_scalar('test/accuracy', final['accuracy'].mean(),
+                                config.steps)
+      trained.writer.close()
+    rows = [dict(num_heads=num_heads, length=length, seed=s, head=h,
+                 mass_first=final['mass_first'][s, h],
+                 mass_second=final['mass_second'][s, h],
+                 ablated_acc_first=final['ablated_first'][s, h],
+                 ablated_acc_second=final['ablated_second'][s, h],
+                 accuracy=final['accuracy'][s])
+            for s in range(config.seeds) for h in range(num_heads)]
+    if run_dir.is_writer:
+      results.append(rows)
+    maps[num_heads, length] = final
+    progress.say(f'{num_heads} head(s) L={length}: accuracy '
+                 f'{final["accuracy"].mean():.3f}  ' + '  '.join(
+                     f'h{h} first {final["mass_first"][:, h].mean():.2f} '
+                     f'second {final["mass_second"][:, h].mean():.2f}'
+                     for h in range(num_heads)))
+  return finish(config, run_dir, results.rows, maps)
+
+
+def _map_image(map_NxL, second_N):
+  """Strings down, positions across; the second symbol's cell outlined."""
+  from matplotlib import colormaps
+  rgb = colormaps['magma'](np.asarray(map_NxL))[..., :3]
+  rgb[np.arange(len(second_N)), second_N] = [0.2, 0.9, 0.2]
+  s = max(1, 320 // map_NxL.shape[1])
+  return (np.repeat(np.repeat(rgb, s, 0), s, 1) * 255).astype(np.uint8)
+
+
+def summarize(config: Config, rows: list[dict]) -> dict:
+  out = {'num_heads': {}, 'claims': []}
+  for length in config.lengths:
+    for h_count in config.heads:
+      sub = [r for r in rows if int(r['num_heads']) == h_count
+             and int(r['length']) == length]
+      seeds = sorted({int(r['seed']) for r in sub})
+      acc = [float(next(r['accuracy'] for r in sub if int(r['seed']) == s))
+             for s in seeds]
+      mean, lo, hi = record.mean_ci95(acc)
+      split = 0
+      per_seed = []
+      for s in seeds:
+        heads = [r for r in sub if int(r['seed']) == s]
+        first = [int(r['head']) for r in heads
+                 if float(r['mass_first']) > SPECIALISED]
+        second = [int(r['head']) for r in heads
+                  if float(r['mass_second']) > SPECIALISED]
+        separate = bool(first and second and set(first) != set(second))
+        split += separate
+        per_seed.append(dict(seed=s, first_heads=first, second_heads=second,
+                             separate=separate))
+      out['num_heads'][str(h_count)] = dict(
+          length=length, accuracy=mean, ci95=[lo, hi], per_seed=per_seed,
+          seeds_specialised=split)
+  if '2' in out['num_heads']:
+    two = out['num_heads']['2']
+    n = len(two['per_seed'])
+    k = two['seeds_specialised']
+    out['claims'].append(dict(
+        claim='Several heads specialise on different relations without '
+              'being told.',
+        measured=f'with 2 heads, the two relations ended on different heads '
+                 f'(each with over {SPECIALISED} of its weight) in {k} of {n} '
+                 'seeds; accuracy by head count: ' + ', '.join(
+                     f'{h}: {v["accuracy"]:.3f}'
+                     for h, v in out['num_heads'].items()),
+        verdict='held' if k == n else (
+            'did not hold' if k == 0 else f'held in {k} of {n} seeds')))
+  return out
+
+
+def finish(config, run_dir, rows, maps) -> dict:
+  summary = summarize(config, rows)
+  if run_dir.is_writer:
+    record.write_json(run_dir.path / 'summary.json', summary)
+    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
+    record.write_config_text(writer, config.to_json())
+    plot(config, rows, maps, run_dir.path / 'heads.png', writer)
+    writer.close()
+  print('\nAccuracy by head count (4 classes, chance 0.25)')
+  print(record.table(
+      [[h, f'{v["accuracy"]:.3f}', f'[{v["ci95"][0]:.3f}, {v["ci95"][1]:.3f}]',
+        f'{v["seeds_specialised"]}/{len(v["per_seed"])}']
+       for h, v in summary['num_heads'].items()],
+      ['heads', 'accuracy', 'ci95', 'seeds split']))
+  for c in summary['claims']:
+    print(f'- {c["verdict"].upper()}: {c["claim"]} ({c["measured"]})')
+  return summary
+
+
+def plot(config, rows, maps, path, writer=None):
+  """Per-head maps of seed 0 (the largest head count trained in this
+  process), and the ablation table of every head count."""
+  plt = record.pyplot()
+  shown = max(maps) if maps else None
+  n_maps = shown[0] if shown else 0
+  fig, axes = plt.subplots(1, n_maps + 1, figsize=(3.4 * (n_maps + 1), 3.6),
+                           squeeze=False, gridspec_kw={'wspace': 0.5})
+  axes = axes[0]
+  if shown:
+    final = maps[shown]
+    for h in range(n_maps):
+      ax = axes[h]
+      ax.imshow(np.asarray(final['maps'])[0, :, h], cmap='magma', vmin=0,
+                vmax=1, aspect='auto')
+      second = np.asarray(final['second_position'])[0]
+      ax.scatter(second, np.arange(len(second)), marker='s', s=30,
+                 facecolors='none', edgecolors='lime')
+      ax.set_title(f'head {h}: first {final["mass_first"][0, h]:.2f}, '
+                   f'second {final["mass_second"][0, h]:.2f}', fontsize=8)
+      ax.set_xlabel('position (green: second symbol)')
+      ax.set_ylabel('probe string' if h == 0 else '')
+  table, labels = [], []
+  for r in rows:
+    if r['seed'] == '0':
+      table.append([float(r['ablated_acc_first']),
+                    float(r['ablated_acc_second'])])
+      labels.append(f'{r["num_heads"]}h: head {r["head"]}')
+  ax = axes[-1]
+  if table:
+    im = ax.imshow(np.asarray(table), cmap='viridis', vmin=0.4, vmax=1,
+                   aspect='auto')
+    for i, row in enumerate(table):
+      for j, v in enumerate(row):
+        ax.text(j, i, f'{v:.2f}', ha='center', va='center', fontsize=7,
+                color='w' if v < 0.75 else 'k')
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_xticks([0, 1], ['first half', 'second half'], fontsize=8)
+    ax.set_title('seed 0: accuracy with one head zeroed', fontsize=8)
+    fig.colorbar(im, ax=ax, fraction=0.05)
+  fig.suptitle(f'Heads (L={config.lengths[0]}, d_model {config.d_model}): '
+               'last query weights per head', fontsize=10)
+  record.save_figure(fig, path, writer, 'figures/heads')

@@ -1,0 +1,259 @@
+"""Stacked looks: one layer finds a token by its key; can it fetch what follows?
+
+Command: `python run.py --exp=induction` (about 3 minutes on a 2-core CPU).
+
+Task: 24 random tokens from a vocabulary of 16; the last token (the trigger)
+occurred exactly once before; the answer is the token that followed that
+earlier occurrence (chance 1/16). One attention layer can find the earlier
+trigger by its key, but the key at a position carries only that position's
+own token, so the layer cannot ask for "the token after the trigger". Two
+layers can: a first-layer head copies each token's predecessor into its
+position (a previous-token head), and a second-layer head then matches the
+trigger against those copies (an induction head).
+
+Trains attention-only stacks of 1 and 2 layers (2 heads each, d_model 32)
+and an LSTM for reference, four seeds each, on one budget: 2,000 Adam steps
+of 32 strings. Reports, per layer and head, the previous-token score (mean
+weight from position i to i-1) and the induction score (the last query's
+weight on the position after the earlier trigger).
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from src import models as models_lib
+from src import record
+from src import sweep
+from src import tasks as tasks_lib
+from src import train as train_lib
+from src.config import Config
+
+DEFAULTS = Config(
+    exp='induction',
+    models=('attention', 'lstm'),
+    lengths=(24,),
+    depths=(1, 2),
+    num_heads=2,
+    vocab=16,
+    seeds=4,
+    steps=2000,
+    batch_size=32,
+    learning_rate=3e-3,
+    chunk_steps=100,
+    checkpoint_every=500,
+)
+MODELS = ('attention', 'lstm')
+COLUMNS = ['model', 'num_layers', 'length', 'seed', 'accuracy']
+HEAD_COLUMNS = ['num_layers', 'length', 'seed', 'layer', 'head',
+                'prev_token_score', 'induction_score']
+CANNOT, CAN = 0.5, 0.9  # "cannot": below 50% accuracy; "can": at least 90%
+PROBE_EXAMPLES = 512
+
+
+def induction_task(length: int, vocab: int) -> train_lib.Task:
+  return train_lib.Task(
+      'induction', length, vocab, vocab,
+      lambda key, n: tasks_lib.induction_batch(key, n, length, vocab))
+
+
+def head_scores(model, tokens_BxL, labels_B):
+  """Per layer and head: previous-token and induction scores; accuracy; the
+  full maps of one string, for the figure."""
+  logits, aux = model(tokens_BxL, all_positions=True)
+  att = jnp.stack(aux['attention'])  # layers x B x H x L x L
+  L = tokens_BxL.shape[1]
+  prev_token = jnp.diagonal(att, offset=-1, axis1=3, axis2=4).mean((1, 3))
+  after_trigger_B = tasks_lib.trigger_position(tokens_BxL) + 1
+  last_query = att[:, :, :, -1, :]  # layers x B x H x L
+  induction = jnp.take_along_axis(
+      last_query, after_trigger_B[None, :, None, None], axis=3)[..., 0].mean(1)
+  return {'prev_token': prev_token, 'induction': induction,
+          'accuracy': (jnp.argmax(logits, -1) == labels_B).mean(),
+          'example_maps': att[:, 0], 'example_tokens': tokens_BxL[0],
+          'example_after_trigger': after_trigger_B[0]}
+
+
+def accuracy_only(model, tokens_BxL, labels_B):
+  logits, _ = model(tokens_BxL)
+  return {'accuracy': (jnp.argmax(logits, -1) == labels_B).mean()}
+
+
+def run(config: Config, run_dir, *, stop=None) -> dict:
+  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
+  head_rows = record.ResultsCsv(run_dir.path / 'heads.csv', HEAD_COLUMNS)
+  groups = [(m, d, L) for m in config.models
+            for d in (config.depths if m == 'attention' else (1,))
+            for L in config.lengths]
+  work = {g: sweep.group_work(config.steps, g[2], g[0]) * g[1] for g in groups}
+  progress = record.Progress(sum(work.values()))
+  examples = {}
+  for model, depth, length in groups:
+    name = f'{model}{depth if model == "attention" else ""}_L{length:03d}'
+    if results.has(model=model, num_layers=depth, length=length):
+      progress.update(work[model, depth, length], f'{name} done')
+      continue
+    task = induction_task(length, config.vocab)
+    probe = head_scores if model == 'attention' else accuracy_only
+    ensemble = train_lib.Ensemble(
+        functools.partial(models_lib.make_model, model,
+                          vocab_size=config.vocab, length=length,
+                          d_model=config.d_model, num_classes=config.vocab,
+                          num_heads=config.num_heads, num_layers=depth),
+        task, num_seeds=config.seeds, seed=config.seed,
+        batch_size=config.batch_size, learning_rate=config.learning_rate,
+        probe=probe, probe_examples=PROBE_EXAMPLES)
+
+    def log_chunk(step, metrics, writer):
+      if writer is None or model != 'attention':
+        return
+      p = jax.tree.map(lambda x: np.asarray(x)[:config.seeds],
+                       metrics['probe'])
+      for layer in range(depth):
+        for h in range(config.num_heads):
+          writer.add_scalar(f'prev_token/layer{layer}_head{h}',
+                            p['prev_token'][:, layer, h].mean(), step)
+          writer.add_scalar(f'induction/layer{layer}_head{h}',
+                            p['induction'][:, layer, h].mean(), step)
+
+    trained = sweep.train_group(run_dir, name, ensemble, config,
+                                progress=progress,
+                                work=work[model, depth, length], stop=stop,
+                                on_chunk=log_chunk)
+    final = ensemble.measure(trained.state['params'], probe,
+                             num_examples=config.eval_examples)
+    if trained.writer is not None:
+      trained.writer.add_scalar('test/accuracy', final['accuracy'].mean(),
+                                config.steps)
+      trained.writer.close()
+    if run_dir.is_writer:
+      if model == 'attention':
+        head_rows.append([
+            dict(num_layers=depth, length=length, seed=s, layer=layer,
+                 head=h, prev_token_score=final['prev_token'][s, layer, h],
+                 induction_score=final['induction'][s, layer, h])
+            for s in range(config.seeds) for layer in range(depth)
+            for h in range(config.num_heads)])
+      results.append([dict(model=model, num_layers=depth, length=length,
+                           seed=s, accuracy=final['accuracy'][s])
+                      for s in range(config.seeds)])
+    if model == 'attention':
+      examples[depth] = final
+    progress.say(f'{name}: accuracy {final["accuracy"].mean():.3f} (seeds '
+                 + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
+  return finish(config, run_dir, results.rows, head_rows.rows, examples)
+
+
+def summarize(config: Config, rows, head_rows) -> dict:
+  out = {'accuracy': {}, 'roles': [], 'chance': 1 / config.vocab,
+         'claims': []}
+  for r in rows:
+    key = (f'{r["model"]}_{r["num_layers"]}layer' if r['model'] == 'attention'
+           else r['model'])
+    out['accuracy'].setdefault(key, []).append(float(r['accuracy']))
+  out['accuracy'] = {
+      k: dict(zip(('mean', 'ci95_low', 'ci95_high'), record.mean_ci95(v)),
+              seeds=v) for k, v in out['accuracy'].items()}
+  deepest = max(config.depths)
+  for s in sorted({int(r['seed']) for r in head_rows
+                   if int(r['num_layers']) == deepest}):
+    heads = [r for r in head_rows
+             if int(r['num_layers']) == deepest and int(r['seed']) == s]
+    if deepest < 2:
+      break
+    prev = max((r for r in heads if r['layer'] == '0'),
+               key=lambda r: float(r['prev_token_score']))
+    ind = max((r for r in heads if int(r['layer']) == deepest - 1),
+              key=lambda r: float(r['induction_score']))
+    out['roles'].append(dict(
+        seed=s, previous_token_head=f'layer 0 head {prev["head"]}',
+        previous_token_score=float(prev['prev_token_score']),
+        induction_head=f'layer {deepest - 1} head {ind["head"]}',
+        induction_score=float(ind['induction_score'])))
+  acc = out['accuracy']
+  if 'attention_1layer' in acc and 'attention_2layer' in acc:
+    one, two = acc['attention_1layer']['mean'], acc['attention_2layer']['mean']
+    cannot, can = one < CANNOT, two >= CAN
+    out['claims'].append(dict(
+        claim='One attention layer cannot fetch what follows a token; two '
+              'layers can (induction).',
+        measured=f'accuracy 1 layer {one:.3f}, 2 layers {two:.3f} (chance '
+                 f'{1 / config.vocab:.3f}'
+                 + (f', LSTM {acc["lstm"]["mean"]:.3f}' if 'lstm' in acc
+                    else '') + ')',
+        verdict='held' if cannot and can else (
+            'partly' if cannot or can else 'did not hold'),
+        note=f'"cannot" is read as below {CANNOT:.0%} accuracy, "can" as at '
+             f'least {CAN:.0%}'))
+  return out
+
+
+def finish(config, run_dir, rows, head_rows, examples) -> dict:
+  summary = summarize(config, rows, head_rows)
+  if run_dir.is_writer:
+    record.write_json(run_dir.path / 'summary.json', summary)
+    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
+    record.write_config_text(writer, config.to_json())
+    plot(config, summary, examples, run_dir.path / 'induction.png', writer)
+    writer.close()
+  print(f'\nInduction accuracy (chance {1 / config.vocab:.3f})')
+  print(record.table([[k, f'{v["mean"]:.3f}',
+                       f'[{v["ci95_low"]:.3f}, {v["ci95_high"]:.3f}]']
+                      for k, v in summary['accuracy'].items()],
+                     ['model', 'accuracy', 'ci95']))
+  for role in summary['roles']:
+    print(f'seed {role["seed"]}: previous-token {role["previous_token_head"]}'
+          f' ({role["previous_token_score"]:.2f}), induction '
+          f'{role["induction_head"]} ({role["induction_score"]:.2f})')
+  for c in summary['claims']:
+    print(f'- {c["verdict"].upper()}: {c["claim"]} ({c["measured"]})')
+  return summary
+
+
+def plot(config, summary, examples, path, writer=None):
+  plt = record.pyplot()
+  deepest = max(examples) if examples else None
+  H = config.num_heads
+  n_layers = deepest or 0
+  fig = plt.figure(figsize=(4 + 3.2 * H, 3.4 * max(n_layers, 1)))
+  grid = fig.add_gridspec(max(n_layers, 1), H + 1)
+  ax = fig.add_subplot(grid[:, 0])
+  names = list(summary['accuracy'])
+  means = [summary['accuracy'][k]['mean'] for k in names]
+  err = [[m - summary['accuracy'][k]['ci95_low'] for k, m in zip(names, means)],
+         [summary['accuracy'][k]['ci95_high'] - m for k, m in zip(names, means)]]
+  ax.bar(range(len(names)), means, yerr=err, capsize=4,
+         color=['C3' if 'attention' in k else 'C0' for k in names])
+  ax.axhline(1 / config.vocab, ls=':', color='k', lw=1, label='chance')
+  ax.set_xticks(range(len(names)), [k.replace('attention_', 'attn ')
+                                    for k in names], fontsize=8)
+  ax.set_ylim(0, 1.02)
+  ax.set_ylabel('test accuracy')
+  ax.legend(fontsize=8)
+  ax.set_title('accuracy by depth', fontsize=9)
+  if deepest:
+    ex = examples[deepest]
+    maps = np.asarray(ex['example_maps'])[0]  # seed 0: layers x H x L x L
+    roles = summary['roles'][0] if summary['roles'] else {}
+    tokens = np.asarray(ex['example_tokens'])[0]
+    after = int(np.asarray(ex['example_after_trigger'])[0])
+    for layer in range(n_layers):
+      for h in range(H):
+        a = fig.add_subplot(grid[layer, h + 1])
+        a.imshow(maps[layer, h], cmap='magma', vmin=0, vmax=1)
+        tag = f'layer {layer} head {h}'
+        role = (' previous-token' if roles.get('previous_token_head') == tag
+                else ' induction' if roles.get('induction_head') == tag else '')
+        a.set_title(tag + role, fontsize=8,
+                    color='C3' if role else 'k')
+        if layer == n_layers - 1:
+          a.scatter([after], [len(tokens) - 1], marker='s', s=40,
+                    facecolors='none', edgecolors='lime')
+        a.set_xticks(range(len(tokens)), tokens, fontsize=5)
+        a.set_yticks([])
+  fig.suptitle(f'Induction: L={config.lengths[0]}, vocabulary '
+               f'{config.vocab}; maps: seed 0, one string (green: the '
+               'token after the earlier trigger)', fontsize=9)
+  record.save_figure(fig, path, writer, 'figures/induction')

@@ -1,0 +1,69 @@
+"""`--exp=cost`: FLOP counts against the formula, scaling, end to end."""
+
+import dataclasses
+import json
+
+import pytest
+
+from experiments import cost
+from tests.helpers import read_csv, run_py
+
+CONFIG = dataclasses.replace(cost.DEFAULTS, batch_size=1)
+
+
+def flops(model, length, pass_name='forward'):
+  progs = cost.programs(model, CONFIG, length)
+  _, f, _, _, _ = cost.analyse(*progs[pass_name])
+  if not model.startswith('attention'):
+    _, f2, _, _, _ = cost.analyse(
+        *cost.programs(model, CONFIG, length, unroll=2)[pass_name])
+    f = f + (length - 1) * (f2 - f)
+  return f
+
+
+def test_attention_flops_match_the_formula():
+  L, d = 512, CONFIG.d_model
+  formula = 4 * 2 * L * d * d + 2 * 2 * L * L * d  # projections, grid x2
+  assert flops('attention', L) == pytest.approx(formula, rel=0.1)
+  # The shortcut computes one query: the grid shrinks to one row.
+  short = 2 * 2 * L * d * d + 2 * 2 * d * d + 2 * 2 * L * d
+  assert flops('attention_last', L) == pytest.approx(short, rel=0.25)
+
+
+def test_scan_flops_scaled_by_trip_count():
+  L, d = 256, CONFIG.d_model
+  per_step = 2 * d * 4 * d * 2  # LSTM: input and recurrent products
+  assert flops('lstm', L) == pytest.approx(L * per_step, rel=0.3)
+
+
+@pytest.mark.parametrize('model,ratio', [('attention', 4.0), ('lstm', 2.0),
+                                         ('rnn', 2.0)])
+def test_doubling_the_length(model, ratio):
+  r = flops(model, 1024, 'train') / flops(model, 512, 'train')
+  assert r == pytest.approx(ratio, rel=0.08)
+
+
+def test_end_to_end(tmp_path):
+  proc = run_py('--exp=cost', f'--workdir={tmp_path}/run',
+                f'--checkpoint_dir={tmp_path}/ckpt',
+                '--models=attention,attention_last,lstm', '--lengths=64,256,1024')
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  rows = read_csv(tmp_path / 'run/results.csv')
+  assert list(rows[0]) == cost.COLUMNS
+  assert len(rows) == 3 * 3 * 2
+  for r in rows:
+    assert float(r['flops']) > 0 and float(r['wall_s']) > 0
+    assert int(r['depth']) == (1 if r['model'].startswith('attention')
+                               else int(r['length']))
+  summary = json.loads((tmp_path / 'run/summary.json').read_text())
+  assert summary['models']['attention']['train']['flops_exponent'] > 1.5
+  assert summary['models']['lstm']['train']['flops_exponent'] < 1.2
+  assert (tmp_path / 'run/cost.png').exists()
+
+
+def test_grid_too_large_is_refused(tmp_path):
+  proc = run_py('--exp=cost', f'--workdir={tmp_path}/run',
+                '--lengths=1000000', '--models=attention')
+  assert proc.returncode == 2
+  assert proc.stderr.startswith('error: --lengths') and 'GiB' in proc.stderr
+  assert not (tmp_path / 'run').exists()

@@ -1,0 +1,75 @@
+"""`--exp=gradient`: the sensitivity itself, and the experiment end to end."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from experiments import gradient
+from src import models, probes, tasks
+from tests.helpers import read_csv, run_py, scalars
+
+
+@pytest.mark.parametrize('name', ['attention', 'rnn', 'lstm'])
+def test_sensitivity_matches_finite_differences(name):
+  model = models.make_model(name, vocab_size=11, length=6, d_model=8,
+                            num_classes=2, rngs=nnx.Rngs(2))
+  tokens, labels = tasks.memory_batch(jax.random.key(3), 3, 6, 8)
+  got = probes.margin_sensitivity(model, tokens, labels)['sensitivity']
+  x = np.asarray(model.embed(tokens), np.float32)
+
+  def margins(x):
+    logits, _ = model.classify(jnp.asarray(x))
+    return np.asarray(logits[:, 0] - logits[:, 1], np.float64)
+
+  eps = 1e-2
+  grad = np.zeros((3, 8))
+  for d in range(8):
+    up, down = x.copy(), x.copy()
+    up[:, 0, d] += eps
+    down[:, 0, d] -= eps
+    grad[:, d] = (margins(up) - margins(down)) / (2 * eps)
+  expected = np.linalg.norm(grad, axis=-1).mean()
+  assert got == pytest.approx(expected, rel=2e-2)
+  assert expected > 1e-4  # a real signal, not two zeros agreeing
+
+
+def test_decay_fit_recovers_a_known_rate():
+  config = gradient.DEFAULTS
+  rows = []
+  for L in config.lengths:
+    for model, value in (('rnn', 0.9 ** L), ('attention', 1.0 / L)):
+      for phase in ('init', 'trained'):
+        rows += [dict(model=model, length=str(L), seed=str(s), phase=phase,
+                      sensitivity=str(value), pos0_mass='0.5',
+                      accuracy='1') for s in range(2)]
+  import dataclasses
+  config = dataclasses.replace(config, models=('attention', 'rnn'))
+  summary = gradient.summarize(config, rows)
+  assert summary['models']['rnn']['init_factor_per_step'] == pytest.approx(0.9)
+  assert summary['models']['attention']['init_loglog_slope'] == pytest.approx(
+      -1.0)
+
+
+def test_end_to_end(tmp_path):
+  proc = run_py('--exp=gradient', f'--workdir={tmp_path}/run',
+                f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention,rnn',
+                '--lengths=4,8', '--seeds=2', '--steps=40', '--chunk_steps=20',
+                '--batch_size=16')
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  rows = read_csv(tmp_path / 'run/results.csv')
+  assert list(rows[0]) == gradient.COLUMNS
+  assert len(rows) == 2 * 2 * 2 * 2  # model, length, seed, phase
+  assert {r['phase'] for r in rows} == {'init', 'trained'}
+  assert all(r['pos0_mass'] for r in rows if r['model'] == 'attention')
+  assert not any(r['pos0_mass'] for r in rows if r['model'] == 'rnn')
+  summary = json.loads((tmp_path / 'run/summary.json').read_text())
+  assert set(summary['models']) == {'attention', 'rnn'}
+  assert 'init_log_decay_per_step' in summary['models']['rnn']
+  assert (tmp_path / 'run/gradient.png').exists()
+  _, sens = scalars(tmp_path / 'run/tb/attention_L004', 'bridge/sensitivity')
+  _, mass = scalars(tmp_path / 'run/tb/attention_L004', 'bridge/pos0_mass')
+  assert [s for s, _ in sens] == [20, 40] and len(mass) == 2
