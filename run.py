@@ -28,6 +28,13 @@ flags.DEFINE_string('checkpoint_dir', None,
 flags.DEFINE_string('compilation_cache_dir', '.jax_cache',
                     'persistent XLA compilation cache, so a rerun does not '
                     'compile again; empty disables it')
+flags.DEFINE_string('coordinator_address', None,
+                    'multi-host: host:port of process 0 (with --num_processes '
+                    'and --process_id)')
+flags.DEFINE_integer('num_processes', None, 'multi-host: number of processes')
+flags.DEFINE_integer('process_id', None, 'multi-host: this process, 0-based')
+flags.DEFINE_bool('distributed', False,
+                  'multi-host on Cloud TPU: JAX finds the coordinator itself')
 flags.DEFINE_bool('overwrite', False,
                   'discard the run in --workdir and its checkpoints first')
 # Config fields: text flags, parsed and validated by src/config.py, so every
@@ -46,6 +53,23 @@ for _name in _FIELD_FLAGS:
 def fail(message: str) -> None:
   sys.stderr.write(f'error: {message}\n')
   sys.exit(2)
+
+
+def check_distributed_flags() -> None:
+  given = [FLAGS[f].present for f in ('coordinator_address', 'num_processes',
+                                      'process_id')]
+  if any(given) and not all(given):
+    raise config_lib.ConfigError(
+        '--coordinator_address, --num_processes and --process_id: give all '
+        'three (or --distributed on Cloud TPU), or none')
+  if all(given):
+    if FLAGS.distributed:
+      raise config_lib.ConfigError(
+          '--distributed: use it alone, or the three coordinator flags')
+    if FLAGS.num_processes < 1 or not 0 <= FLAGS.process_id < FLAGS.num_processes:
+      raise config_lib.ConfigError(
+          f'--process_id: expected 0..{FLAGS.num_processes - 1} with '
+          f'--num_processes={FLAGS.num_processes} >= 1, got {FLAGS.process_id}')
 
 
 def main(argv):
@@ -69,11 +93,16 @@ def main(argv):
     if FLAGS.compilation_cache_dir:
       rundir.check_writable('compilation_cache_dir',
                             Path(FLAGS.compilation_cache_dir))
+    check_distributed_flags()
   except config_lib.ConfigError as e:
     fail(str(e))
 
   import jax
   from src import checkpoint as checkpoint_lib
+  from src import distributed
+  distributed.initialize(coordinator_address=FLAGS.coordinator_address,
+                         num_processes=FLAGS.num_processes,
+                         process_id=FLAGS.process_id, auto=FLAGS.distributed)
   if FLAGS.compilation_cache_dir:
     jax.config.update('jax_compilation_cache_dir',
                       str(Path(FLAGS.compilation_cache_dir).absolute()))
@@ -84,9 +113,11 @@ def main(argv):
   except config_lib.ConfigError as e:
     fail(str(e))
   devices = jax.devices()
-  print(f'searchlight --exp={config.exp}: {len(devices)} '
-        f'{devices[0].platform} device(s), workdir {workdir}, checkpoints '
-        f'{checkpoint_dir}', flush=True)
+  if distributed.is_writer():
+    print(f'searchlight --exp={config.exp}: {len(devices)} '
+          f'{devices[0].platform} device(s) in {jax.process_count()} '
+          f'process(es), workdir {workdir}, checkpoints {checkpoint_dir}',
+          flush=True)
   stop = checkpoint_lib.StopRequest()
   stop.install()
   import flax, optax, orbax.checkpoint
@@ -96,8 +127,11 @@ def main(argv):
                         'python': sys.version.split()[0]},
            'devices': [str(d) for d in devices]}
   try:
-    with rundir.RunDir(workdir, checkpoint_dir).open(
-        config, overwrite=FLAGS.overwrite, extra=extra) as run_dir:
+    with rundir.RunDir(workdir, checkpoint_dir,
+                       is_writer=distributed.is_writer()).open(
+                           config, overwrite=FLAGS.overwrite,
+                           extra=extra) as run_dir:
+      distributed.sync('run_dir_open')  # process 0 has cleared or locked it
       experiment.run(config, run_dir, stop=stop)
   except config_lib.ConfigError as e:
     fail(str(e))

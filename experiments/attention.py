@@ -100,8 +100,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
         trained.writer.add_scalar(f'test/accuracy/{cls}',
                                   final['accuracy'][:, c].mean(), config.steps)
       trained.writer.close()
-    if run_dir.is_writer:
-      results.append(rows)
+    results.append(rows)
     finals[length] = _final_measurements(ensemble, config, run_dir, name,
                                          trained.state['params'])
     progress.say(

@@ -92,8 +92,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
           {'hparam/test_accuracy': mean,
            'hparam/solved_fraction': float(np.mean(test['accuracy'] >= SOLVED))})
       trained.writer.close()
-    if run_dir.is_writer:
-      results.append(rows)
+    results.append(rows)
     progress.say(
         f'{model:>9s} L={length:<4d} acc {mean:.3f} [{lo:.3f}, {hi:.3f}]  '
         f'solved {int(np.sum(test["accuracy"] >= SOLVED))}/{config.seeds}  '

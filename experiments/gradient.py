@@ -93,8 +93,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
       init = np.mean([r['sensitivity'] for r in init_rows])
       trained.writer.add_scalar('bridge/sensitivity_at_init', init, 0)
       trained.writer.close()
-    if run_dir.is_writer:
-      results.append(init_rows + trained_rows)
+    results.append(init_rows + trained_rows)
     progress.say(
         f'{model:>9s} L={length:<3d} sensitivity init '
         f'{np.mean([r["sensitivity"] for r in init_rows]):.2e}  trained '

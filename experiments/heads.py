@@ -139,8 +139,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
                  ablated_acc_second=final['ablated_second'][s, h],
                  accuracy=final['accuracy'][s])
             for s in range(config.seeds) for h in range(num_heads)]
-    if run_dir.is_writer:
-      results.append(rows)
+    results.append(rows)
     maps[num_heads, length] = final
     progress.say(f'{num_heads} head(s) L={length}: accuracy '
                  f'{final["accuracy"].mean():.3f}  ' + '  '.join(

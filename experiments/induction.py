@@ -128,17 +128,16 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
       trained.writer.add_scalar('test/accuracy', final['accuracy'].mean(),
                                 config.steps)
       trained.writer.close()
-    if run_dir.is_writer:
-      if model == 'attention':
-        head_rows.append([
-            dict(num_layers=depth, length=length, seed=s, layer=layer,
-                 head=h, prev_token_score=final['prev_token'][s, layer, h],
-                 induction_score=final['induction'][s, layer, h])
-            for s in range(config.seeds) for layer in range(depth)
-            for h in range(config.num_heads)])
-      results.append([dict(model=model, num_layers=depth, length=length,
-                           seed=s, accuracy=final['accuracy'][s])
-                      for s in range(config.seeds)])
+    if model == 'attention':
+      head_rows.append([
+          dict(num_layers=depth, length=length, seed=s, layer=layer,
+               head=h, prev_token_score=final['prev_token'][s, layer, h],
+               induction_score=final['induction'][s, layer, h])
+          for s in range(config.seeds) for layer in range(depth)
+          for h in range(config.num_heads)])
+    results.append([dict(model=model, num_layers=depth, length=length,
+                         seed=s, accuracy=final['accuracy'][s])
+                    for s in range(config.seeds)])
     if model == 'attention':
       examples[depth] = final
     progress.say(f'{name}: accuracy {final["accuracy"].mean():.3f} (seeds '

@@ -61,8 +61,11 @@ class ResultsCsv:
   """results.csv, appended row by row and synced, so a kill loses nothing
   finished. Rows already there (from before a resume) are read back."""
 
-  def __init__(self, path: str | Path, columns: list[str]):
+  def __init__(self, path: str | Path, columns: list[str], *,
+               write: bool | None = None):
+    from src import distributed
     self.path, self.columns = Path(path), list(columns)
+    self.write = distributed.is_writer() if write is None else write
     self.rows = []
     if self.path.exists() and self.path.stat().st_size:
       with open(self.path, newline='') as f:
@@ -71,15 +74,20 @@ class ResultsCsv:
           raise ValueError(f'{self.path} has columns {reader.fieldnames}, '
                            f'expected {self.columns}')
         self.rows = list(reader)
-    else:
+    elif self.write:
       with open(self.path, 'w', newline='') as f:
         csv.writer(f).writerow(self.columns)
 
   def has(self, **match) -> bool:
-    return any(all(row[k] == str(v) for k, v in match.items())
-               for row in self.rows)
+    """Whether rows matching exist, as process 0 sees them."""
+    from src import distributed
+    return distributed.agree(any(
+        all(row[k] == str(v) for k, v in match.items()) for row in self.rows))
 
   def append(self, rows: list[dict]) -> None:
+    if not self.write:
+      self.rows.extend({k: _cell(row[k]) for k in self.columns} for row in rows)
+      return
     with open(self.path, 'a', newline='') as f:
       writer = csv.DictWriter(f, self.columns)
       for row in rows:
@@ -154,8 +162,10 @@ class Progress:
   """One status line over all groups and steps, with an ETA by work done."""
 
   def __init__(self, total_work: float, *, stream=sys.stderr):
+    from src import distributed
     self.total, self.done, self.start = max(total_work, 1e-9), 0.0, None
     self.stream, self.tty = stream, stream.isatty()
+    self.quiet = not distributed.is_writer()  # one voice per run
     self._last_print = 0.0
 
   def update(self, work: float, text: str) -> None:
@@ -163,6 +173,8 @@ class Progress:
     if self.start is None:
       self.start = now
     self.done = min(self.done + work, self.total)
+    if self.quiet:
+      return
     if not self.tty and now - self._last_print < 10 and self.done < self.total:
       return
     self._last_print = now
@@ -180,6 +192,8 @@ class Progress:
 
   def say(self, line: str) -> None:
     """A permanent line above the bar."""
+    if self.quiet:
+      return
     if self.tty:
       self.stream.write('\r' + ' ' * 150 + '\r')
     print(line, flush=True)

@@ -70,6 +70,8 @@ class RunDir:
     self._lock = None
 
   def open(self, config: Config, *, overwrite: bool, extra: dict) -> 'RunDir':
+    if not self.is_writer:
+      return self  # process 0 owns the workdir, its lock and its config
     self.path.mkdir(parents=True, exist_ok=True)
     self._lock = open(self.path / LOCK_FILE, 'a+')
     try:

@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from src import checkpoint as checkpoint_lib
+from src import distributed
 from src import record
 from src import train as train_lib
 
@@ -55,8 +56,9 @@ def train_group(run, name: str, ensemble: train_lib.Ensemble, config, *,
   progress.update(work * start / config.steps, name)
 
   def log_chunk(step, metrics):
-    loss_SxT = np.asarray(metrics['loss'])[:ensemble.num_seeds]
-    acc_SxT = np.asarray(metrics['accuracy'])[:ensemble.num_seeds]
+    metrics = distributed.to_host(metrics)
+    loss_SxT = metrics['loss'][:ensemble.num_seeds]
+    acc_SxT = metrics['accuracy'][:ensemble.num_seeds]
     num_steps = loss_SxT.shape[1]
     if writer is not None:
       # Seed-mean curves at every step; diverged seeds would swamp the mean.

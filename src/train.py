@@ -9,6 +9,8 @@ Shape legend: S seeds (ensemble axis), B batch, L length, T steps in a chunk.
 """
 
 import dataclasses
+import functools
+import signal
 import time
 from typing import Any, Callable
 
@@ -19,6 +21,7 @@ import optax
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
+from src import distributed
 from src import tasks as tasks_lib
 from src.checkpoint import Preempted
 
@@ -31,9 +34,14 @@ def seed_mesh() -> jax.sharding.Mesh:
                        axis_types=(jax.sharding.AxisType.Auto,))
 
 
+MIN_LOCAL_SEEDS = 2  # XLA compiles a seed axis of 1 differently: avoid it
+
+
 def padded_seeds(num_seeds: int, num_devices: int) -> int:
-  """Seed count rounded up to a multiple of the devices (padding is dropped)."""
-  return -(-num_seeds // num_devices) * num_devices
+  """Seeds per device times devices: every device holds the same number, at
+  least two, so every seed's arithmetic is the same whatever the device count
+  (the padding seeds are dropped from the results)."""
+  return max(MIN_LOCAL_SEEDS, -(-num_seeds // num_devices)) * num_devices
 
 
 def seed_keys(seed: int, num_seeds: int) -> tuple[jax.Array, jax.Array]:
@@ -92,9 +100,11 @@ class Ensemble:
     self.num_params = sum(x.size for x in jax.tree.leaves(abstract_params))
     self.tx = optax.adam(learning_rate)
     self.model_fn = model_fn
-    init_keys, self.data_keys = seed_keys(seed, self.padded)
+    init_keys, data_keys = seed_keys(seed, self.padded)
     self._init_keys = init_keys
     self.seed_sharding = NamedSharding(self.mesh, P(SEED_AXIS))
+    # Raw key data on the seed axis; programs wrap it back into typed keys.
+    self._data_keys = self.place(jax.random.key_data(data_keys))
     self.compile_s = 0.0
     self._compiled = {}
 
@@ -138,7 +148,7 @@ class Ensemble:
       return ({'params': params, 'opt_state': opt_state,
                'diverged': diverged}, metrics)
 
-    return jax.vmap(one_seed)(state, data_keys_S)
+    return jax.vmap(one_seed)(state, jax.random.wrap_key_data(data_keys_S))
 
   def _measure_one(self, params, data_key, fn, stream, num_examples):
     tokens_BxL, labels_B = self.task.sample(
@@ -151,16 +161,26 @@ class Ensemble:
     loss, acc = cross_entropy(logits, labels_B)
     return {'loss': loss, 'accuracy': acc}
 
-  def _compile(self, name, fn, *args, static=(), donate=()):
-    """AOT-compiles once per (name, static args); compile time is counted."""
-    cache_key = (name,) + tuple(static)  # name may hold the function itself
-    if cache_key not in self._compiled:
+  def _per_device(self, fn, num_seed_args):
+    """Runs `fn` on each device's own block of seeds (`shard_map`): the
+    program a device runs is the single-device program, not a partitioned
+    one, so results do not depend on how many devices share the seeds."""
+    def wrapped(*args):
+      in_specs = tuple(P(SEED_AXIS) if i < num_seed_args else P()
+                       for i in range(len(args)))
+      return jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs,
+                           out_specs=P(SEED_AXIS), check_vma=False)(*args)
+    return wrapped
+
+  def _compile(self, name, fn, *args, donate=()):
+    """AOT-compiles `fn` once per `name` (which holds every static choice);
+    the time it takes is counted in `compile_s`."""
+    if name not in self._compiled:
       start = time.perf_counter()
-      jitted = jax.jit(fn, static_argnums=tuple(
-          range(len(args), len(args) + len(static))), donate_argnums=donate)
-      self._compiled[cache_key] = jitted.lower(*args, *static).compile()
+      jitted = jax.jit(fn, donate_argnums=donate)
+      self._compiled[name] = jitted.lower(*args).compile()
       self.compile_s += time.perf_counter() - start
-    return self._compiled[cache_key]
+    return self._compiled[name]
 
   # -- public API -------------------------------------------------------------
 
@@ -178,27 +198,36 @@ class Ensemble:
         lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype,
                                        sharding=self.seed_sharding), shapes)
 
-  def place(self, state):
-    return jax.device_put(state, self.seed_sharding)
+  def place(self, tree):
+    """Puts seed-stacked leaves on the seed axis of every device of every
+    process; leaves already spread over processes stay where they are."""
+    def put(x):
+      if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        return x
+      host = np.asarray(x)
+      return jax.make_array_from_callback(host.shape, self.seed_sharding,
+                                          lambda index: host[index])
+    return jax.tree.map(put, tree)
 
   def train_chunk(self, state, start_step: int, num_steps: int):
     """Trains every seed for `num_steps` steps; returns (state, metrics_SxT)."""
-    keys = jax.device_put(self.data_keys, self.seed_sharding)
-    start = jnp.asarray(start_step, jnp.int32)
-    fn = self._compile('train', self._train_chunk, state, keys, start,
-                       static=(num_steps,), donate=(0,))
+    keys = self._data_keys
+    start = np.int32(start_step)
+    fn = self._compile(('train', num_steps), self._per_device(
+        functools.partial(self._train_chunk, num_steps=num_steps), 2),
+                       state, keys, start, donate=(0,))
     return fn(state, keys, start)
 
   def measure(self, params, fn, *, stream=tasks_lib.EVAL_STREAM,
               num_examples: int = 2048) -> dict:
     """fn(model, tokens, labels) on fresh strings of `stream`, every seed;
     the result is on the host without the padding seeds."""
-    keys = jax.device_put(self.data_keys, self.seed_sharding)
+    keys = self._data_keys
     run = lambda params, keys: jax.vmap(
         lambda p, k: self._measure_one(p, k, fn, stream, num_examples))(
-            params, keys)
-    compiled = self._compile(('measure', fn, stream, num_examples), run,
-                             params, keys)
+            params, jax.random.wrap_key_data(keys))
+    compiled = self._compile(('measure', fn, stream, num_examples),
+                             self._per_device(run, 2), params, keys)
     return self.unpad(compiled(params, keys))
 
   def evaluate(self, params, *, stream=tasks_lib.EVAL_STREAM,
@@ -209,8 +238,8 @@ class Ensemble:
 
   def unpad(self, tree: Any) -> Any:
     """Drops the padding seeds from a seed-stacked pytree (on the host)."""
-    return jax.tree.map(lambda x: np.asarray(x)[:self.num_seeds],
-                        jax.device_get(tree))
+    return jax.tree.map(lambda x: x[:self.num_seeds],
+                        distributed.to_host(tree))
 
 
 def resume_or_init(ensemble: Ensemble, checkpoints=None):
@@ -242,7 +271,8 @@ def fit(ensemble: Ensemble, state, start_step: int, *, steps: int,
     if pending is not None and on_chunk is not None:
       on_chunk(*pending)
     pending = (step, metrics)
-    stopping = stop is not None and stop.requested
+    # Every process stops at the same boundary, whichever got the signal.
+    stopping = stop is not None and distributed.any_process(stop.requested)
     due = checkpoint_every and step - last_saved >= checkpoint_every
     if checkpoints is not None and (due or stopping or step == steps):
       checkpoints.save(step, state)
@@ -250,7 +280,7 @@ def fit(ensemble: Ensemble, state, start_step: int, *, steps: int,
     if stopping:
       if on_chunk is not None:
         on_chunk(*pending)
-      raise Preempted(stop.signum, f'{where} step {step}')
+      raise Preempted(stop.signum or signal.SIGTERM, f'{where} step {step}')
   if pending is not None and on_chunk is not None:
     on_chunk(*pending)
   return state

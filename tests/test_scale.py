@@ -1,0 +1,71 @@
+"""Seeds sharded over devices and processes give the same results.
+
+Bitwise identity holds for the same device count (reruns, resumes: see
+test_resume.py) and across processes. Across device counts XLA:CPU compiles
+the partitioned program with different fusions, so the floats agree to
+float32 rounding, not to the bit; everything else is identical.
+"""
+
+import math
+import socket
+import subprocess
+import sys
+
+from tests.helpers import ROOT, read_csv, run_py
+from tests.test_resume import values
+
+FLAGS = ['--exp=distance', '--models=attention,lstm', '--lengths=4', '--seeds=3',
+         '--steps=30', '--chunk_steps=10', '--checkpoint_every=20',
+         '--batch_size=16', '--eval_examples=64']
+
+
+def single_process(tmp_path, devices):
+  proc = run_py(*FLAGS, f'--workdir={tmp_path}/d{devices}',
+                f'--checkpoint_dir={tmp_path}/d{devices}_ckpt',
+                env={'JAX_NUM_CPU_DEVICES': str(devices)})
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert f'{devices} cpu device(s) in 1 process(es)' in proc.stdout
+  return values(tmp_path / f'd{devices}/results.csv')
+
+
+def assert_same_up_to_rounding(a, b):
+  assert len(a) == len(b)
+  for x, y in zip(a, b):
+    assert x.keys() == y.keys()
+    for k in x:
+      if k in ('loss',):
+        assert math.isclose(float(x[k]), float(y[k]), rel_tol=1e-4,
+                            abs_tol=1e-7), (k, x, y)
+      else:
+        assert x[k] == y[k], (k, x, y)
+
+
+def test_four_devices_equal_one(tmp_path):
+  four = single_process(tmp_path, 4)
+  assert len(four) == 2 * 3  # the padding seeds are dropped
+  assert_same_up_to_rounding(four, single_process(tmp_path, 1))
+
+
+def free_port():
+  with socket.socket() as s:
+    s.bind(('127.0.0.1', 0))
+    return s.getsockname()[1]
+
+
+def test_two_processes_equal_one(tmp_path):
+  port = free_port()
+  env = dict(__import__('os').environ, JAX_PLATFORMS='cpu',
+             JAX_NUM_CPU_DEVICES='2')
+  procs = [subprocess.Popen(
+      [sys.executable, str(ROOT / 'run.py'), *FLAGS,
+       f'--workdir={tmp_path}/two', f'--checkpoint_dir={tmp_path}/two_ckpt',
+       f'--coordinator_address=127.0.0.1:{port}', '--num_processes=2',
+       f'--process_id={i}'], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True) for i in range(2)]
+  outs = [p.communicate(timeout=300) for p in procs]
+  for p, (out, err) in zip(procs, outs):
+    assert p.returncode == 0, err[-3000:]
+  assert '4 cpu device(s) in 2 process(es)' in outs[0][0]
+  assert 'searchlight' not in outs[1][0]  # process 1 stays quiet
+  # The same partitioned program as one process with four devices: bitwise.
+  assert values(tmp_path / 'two/results.csv') == single_process(tmp_path, 4)
