@@ -19,19 +19,11 @@ recurrent nets (near 1); wall time, on a CPU, is where the sequential depth
 (L dependent steps against one) shows.
 """
 
-import statistics
-import time
-
-import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
-from flax import nnx
 
-from src import models as models_lib
+from src import costs
 from src import record
 from src.checkpoint import Preempted
-from src import tasks as tasks_lib
 from src.config import Config
 
 DEFAULTS = Config(
@@ -61,84 +53,22 @@ def estimate_bytes(config: Config) -> int:
   return 4 * 4 * config.batch_size * config.num_heads * L * L
 
 
-def build(model: str, config: Config, length: int, unroll: int = 1):
-  kind = 'attention' if model.startswith('attention') else model
-  net = models_lib.make_model(
-      kind, vocab_size=tasks_lib.vocab_size(config.num_filler), length=length,
-      d_model=config.d_model, num_classes=2, num_heads=config.num_heads,
-      num_layers=config.num_layers, rngs=nnx.Rngs(0))
-  if kind != 'attention':
-    net.unroll = unroll
-  return nnx.split(net)
-
-
-def programs(model: str, config: Config, length: int, unroll: int = 1):
-  """(forward, train step, args): jittable functions of one model."""
-  graphdef, params = build(model, config, length, unroll)
-  tx = optax.adam(config.learning_rate)
-  tokens, labels = tasks_lib.memory_batch(jax.random.key(0), config.batch_size,
-                                          length, config.num_filler)
-  per_position = model != 'attention_last'
-
-  def logits_fn(params, tokens):
-    logits, _ = nnx.merge(graphdef, params)(tokens, per_position=per_position)
-    return logits
-
-  def loss_fn(params, tokens, labels):
-    logits = logits_fn(params, tokens)
-    if per_position:  # every position predicts the first symbol
-      labels = jnp.broadcast_to(labels[:, None], logits.shape[:2])
-    return optax.softmax_cross_entropy_with_integer_labels(
-        logits, labels).mean()
-
-  def train_step(params, opt_state, tokens, labels):
-    grads = jax.grad(loss_fn)(params, tokens, labels)
-    updates, opt_state = tx.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state
-
-  return {'forward': (logits_fn, (params, tokens)),
-          'train': (train_step, (params, tx.init(params), tokens, labels))}
-
-
-def analyse(fn, args):
-  start = time.perf_counter()
-  compiled = jax.jit(fn).lower(*args).compile()
-  compile_s = time.perf_counter() - start
-  cost = compiled.cost_analysis()
-  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-  memory = compiled.memory_analysis()
-  return compiled, float(cost.get('flops', 0.0)), float(
-      cost.get('bytes accessed', 0.0)), memory, compile_s
-
-
 def measure(model: str, config: Config, length: int) -> list[dict]:
   rows = []
-  progs = programs(model, config, length)
-  unrolled = programs(model, config, length, unroll=2) if (
-      not model.startswith('attention')) else None
   for pass_name in PASSES:
-    fn, args = progs[pass_name]
-    compiled, flops, bytes_, memory, compile_s = analyse(fn, args)
-    if unrolled is not None:
-      # One loop iteration holds one step (two when unrolled): rebuild the
-      # total from the rest plus `length` steps.
-      _, flops2, bytes2, _, c2 = analyse(*unrolled[pass_name])
-      compile_s += c2
-      flops = flops + (length - 1) * (flops2 - flops)
-      bytes_ = bytes_ + (length - 1) * (bytes2 - bytes_)
-    jax.block_until_ready(compiled(*args))  # warm-up
-    times, spent = [], 0.0
-    while len(times) < 3 or (spent < TIME_BUDGET_S and len(times) < 50):
-      start = time.perf_counter()
-      jax.block_until_ready(compiled(*args))
-      times.append(time.perf_counter() - start)
-      spent += times[-1]
+    c = costs.counted(model, pass_name, length=length,
+                      batch_size=config.batch_size, d_model=config.d_model,
+                      num_heads=config.num_heads,
+                      num_layers=config.num_layers,
+                      num_filler=config.num_filler,
+                      learning_rate=config.learning_rate)
     rows.append(dict(
-        model=model, length=length, **{'pass': pass_name}, flops=flops,
-        bytes=bytes_, peak_bytes=int(memory.temp_size_in_bytes),
-        wall_s=statistics.median(times),
+        model=model, length=length, **{'pass': pass_name}, flops=c['flops'],
+        bytes=c['bytes'], peak_bytes=int(c['memory'].temp_size_in_bytes),
+        wall_s=costs.median_seconds(c['compiled'], c['args'],
+                                    budget_s=TIME_BUDGET_S),
         depth=config.num_layers if model.startswith('attention') else length,
-        compile_s=compile_s))
+        compile_s=c['compile_s']))
   return rows
 
 

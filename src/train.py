@@ -37,11 +37,12 @@ def seed_mesh() -> jax.sharding.Mesh:
 MIN_LOCAL_SEEDS = 2  # XLA compiles a seed axis of 1 differently: avoid it
 
 
-def padded_seeds(num_seeds: int, num_devices: int) -> int:
+def padded_seeds(num_seeds: int, num_devices: int,
+                 min_local: int = MIN_LOCAL_SEEDS) -> int:
   """Seeds per device times devices: every device holds the same number, at
-  least two, so every seed's arithmetic is the same whatever the device count
-  (the padding seeds are dropped from the results)."""
-  return max(MIN_LOCAL_SEEDS, -(-num_seeds // num_devices)) * num_devices
+  least two, so every seed's arithmetic is the same whatever the ensemble
+  size (the padding seeds are dropped from the results)."""
+  return max(min_local, -(-num_seeds // num_devices)) * num_devices
 
 
 def seed_keys(seed: int, num_seeds: int) -> tuple[jax.Array, jax.Array]:
@@ -86,7 +87,8 @@ class Ensemble:
   def __init__(self, model_fn: Callable[[nnx.Rngs], nnx.Module], task: Task,
                *, num_seeds: int, seed: int, batch_size: int,
                learning_rate: float, mesh: jax.sharding.Mesh | None = None,
-               probe: Callable | None = None, probe_examples: int = 512):
+               probe: Callable | None = None, probe_examples: int = 512,
+               min_local_seeds: int = MIN_LOCAL_SEEDS):
     self.task = task
     # probe(model, tokens, labels) -> pytree, measured on a fixed batch at the
     # end of every chunk, inside the compiled program.
@@ -94,7 +96,7 @@ class Ensemble:
     self.num_seeds = num_seeds
     self.batch_size = batch_size
     self.mesh = mesh or seed_mesh()
-    self.padded = padded_seeds(num_seeds, self.mesh.size)
+    self.padded = padded_seeds(num_seeds, self.mesh.size, min_local_seeds)
     self.graphdef, abstract_params = nnx.split(
         nnx.eval_shape(lambda: model_fn(rngs=nnx.Rngs(0))))
     self.num_params = sum(x.size for x in jax.tree.leaves(abstract_params))

@@ -6,19 +6,15 @@ import json
 import pytest
 
 from experiments import cost
+from src import costs
 from tests.helpers import read_csv, run_py
 
 CONFIG = dataclasses.replace(cost.DEFAULTS, batch_size=1)
 
 
 def flops(model, length, pass_name='forward'):
-  progs = cost.programs(model, CONFIG, length)
-  _, f, _, _, _ = cost.analyse(*progs[pass_name])
-  if not model.startswith('attention'):
-    _, f2, _, _, _ = cost.analyse(
-        *cost.programs(model, CONFIG, length, unroll=2)[pass_name])
-    f = f + (length - 1) * (f2 - f)
-  return f
+  return costs.counted(model, pass_name, length=length, batch_size=1,
+                       d_model=CONFIG.d_model)['flops']
 
 
 def test_attention_flops_match_the_formula():
@@ -67,3 +63,22 @@ def test_grid_too_large_is_refused(tmp_path):
   assert proc.returncode == 2
   assert proc.stderr.startswith('error: --lengths') and 'GiB' in proc.stderr
   assert not (tmp_path / 'run').exists()
+
+
+def test_throughput_end_to_end(tmp_path):
+  proc = run_py('--exp=throughput', f'--workdir={tmp_path}/run',
+                f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention,rnn',
+                '--lengths=8', '--seeds=2', '--steps=10', '--chunk_steps=10',
+                '--batch_size=8')
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  rows = read_csv(tmp_path / 'run/results.csv')
+  assert list(rows[0])[:6] == ['model', 'length', 'seeds', 'batch_size',
+                               'steps_per_s', 'seqs_per_s']
+  for r in rows:
+    assert float(r['seqs_per_s']) > 0 and float(r['flops_per_s']) > 0
+    assert 0 < float(r['peak_fraction']) < 1.5
+    assert float(r['compile_s']) >= 0
+  summary = json.loads((tmp_path / 'run/summary.json').read_text())
+  assert summary['matmul_flops_per_s'] > 1e8
+  assert summary['ensemble_speedup'] > 0 and 0 < summary['compile_share'] < 1
+  assert (tmp_path / 'run/throughput.png').exists()

@@ -57,7 +57,7 @@ def test_decay_fit_recovers_a_known_rate():
 def test_end_to_end(tmp_path):
   proc = run_py('--exp=gradient', f'--workdir={tmp_path}/run',
                 f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention,rnn',
-                '--lengths=4,8', '--seeds=2', '--steps=40', '--chunk_steps=20',
+                '--lengths=4,8', '--seeds=2', '--steps=20', '--chunk_steps=10',
                 '--batch_size=16')
   assert proc.returncode == 0, proc.stderr[-3000:]
   rows = read_csv(tmp_path / 'run/results.csv')
@@ -72,4 +72,4 @@ def test_end_to_end(tmp_path):
   assert (tmp_path / 'run/gradient.png').exists()
   _, sens = scalars(tmp_path / 'run/tb/attention_L004', 'bridge/sensitivity')
   _, mass = scalars(tmp_path / 'run/tb/attention_L004', 'bridge/pos0_mass')
-  assert [s for s, _ in sens] == [20, 40] and len(mass) == 2
+  assert [s for s, _ in sens] == [10, 20] and len(mass) == 2

@@ -1,0 +1,182 @@
+"""Speed, measured: how fast does the ensemble trainer run on this machine?
+
+Command: `python run.py --exp=throughput` (about 2 minutes on a 2-core CPU).
+For each model at lengths 10, 50 and 200, four seeds, batch 32: training
+sequences per second over all seeds (after compiling and one warm-up chunk),
+achieved FLOP/s (XLA's count of one training step, scans counted at their
+trip count, times the steps run), that rate as a fraction of this machine's
+float32 matrix-multiply rate measured in the same run, compile seconds, and
+for the recurrent nets the time per scan iteration. Then the vmapped ensemble
+of 8 seeds against the same 8 seeds trained one after another, at L=20.
+
+Expect, on a CPU: the recurrent nets far from the matmul rate (each scan
+iteration multiplies a 32-wide state: time goes to the loop, not the
+arithmetic), attention closer; the ensemble several times faster than the
+sequential seeds, because one program fills the machine where one seed
+cannot.
+"""
+
+import functools
+import time
+
+import jax
+import numpy as np
+
+from src import costs
+from src import models as models_lib
+from src import record
+from src import train as train_lib
+from src.checkpoint import Preempted
+from src.config import Config
+
+DEFAULTS = Config(
+    exp='throughput',
+    models=models_lib.MODELS,
+    lengths=(10, 50, 200),
+    seeds=4,
+    steps=40,  # timed steps per group, after a warm-up chunk
+    batch_size=32,
+    learning_rate=3e-3,
+    chunk_steps=20,
+)
+MODELS = models_lib.MODELS
+COLUMNS = ['model', 'length', 'seeds', 'batch_size', 'steps_per_s',
+           'seqs_per_s', 'flops_per_step', 'flops_per_s', 'peak_fraction',
+           'scan_iter_us', 'compile_s', 'wall_s']
+ENSEMBLE_SEEDS, ENSEMBLE_LENGTH = 8, 20
+
+
+def ensemble(model, config, length, num_seeds, min_local_seeds=2):
+  task = train_lib.memory_task(length, config.num_filler)
+  return train_lib.Ensemble(
+      functools.partial(models_lib.make_model, model,
+                        vocab_size=task.vocab_size, length=length,
+                        d_model=config.d_model, num_classes=2),
+      task, num_seeds=num_seeds, seed=config.seed,
+      batch_size=config.batch_size, learning_rate=config.learning_rate,
+      min_local_seeds=min_local_seeds)
+
+
+def time_training(ens, config):
+  """Seconds per step after compiling and a warm-up chunk."""
+  state = ens.init()
+  chunk = config.chunk_steps
+  state, m = ens.train_chunk(state, 0, chunk)
+  jax.block_until_ready(m)
+  start, step = time.perf_counter(), chunk
+  while step < chunk + config.steps:
+    state, m = ens.train_chunk(state, step, chunk)
+    step += chunk
+  jax.block_until_ready(m)
+  return (time.perf_counter() - start) / (step - chunk)
+
+
+def run(config: Config, run_dir, *, stop=None) -> dict:
+  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
+  matmul = costs.matmul_flops_per_s()
+  print(f'float32 matmul rate on this machine: {matmul:.3e} FLOP/s',
+        flush=True)
+  groups = [(m, L) for m in config.models for L in config.lengths]
+  progress = record.Progress(len(groups) + 2)
+  for model, length in groups:
+    if stop is not None and stop.requested:
+      raise Preempted(stop.signum, f'{model} L={length}')
+    if results.has(model=model, length=length):
+      progress.update(1, f'{model} L={length} done')
+      continue
+    start = time.perf_counter()
+    ens = ensemble(model, config, length, config.seeds)
+    per_step = time_training(ens, config)
+    flops = costs.counted(model, 'train', length=length,
+                          batch_size=config.batch_size,
+                          d_model=config.d_model, num_filler=config.num_filler,
+                          per_position=False)['flops']
+    seeds = ens.padded  # the work the machine does, padding included
+    row = dict(
+        model=model, length=length, seeds=seeds,
+        batch_size=config.batch_size, steps_per_s=1 / per_step,
+        seqs_per_s=seeds * config.batch_size / per_step,
+        flops_per_step=flops * seeds, flops_per_s=flops * seeds / per_step,
+        peak_fraction=flops * seeds / per_step / matmul,
+        scan_iter_us='' if model == 'attention' else
+        1e6 * per_step / (2 * length),  # forward and backward iterations
+        compile_s=ens.compile_s, wall_s=time.perf_counter() - start)
+    results.append([row])
+    progress.say(f'{model:>9s} L={length:<4d} {row["seqs_per_s"]:9.0f} seq/s '
+                 f'{row["flops_per_s"]:.2e} FLOP/s ({100 * row["peak_fraction"]:.1f}'
+                 f'% of matmul)  compile {ens.compile_s:.1f}s')
+    progress.update(1, f'{model} L={length}')
+  speedups = {}
+  for model in [m for m in ('attention', 'lstm') if m in config.models]:
+    together = time_training(
+        ensemble(model, config, ENSEMBLE_LENGTH, ENSEMBLE_SEEDS), config)
+    alone = time_training(
+        ensemble(model, config, ENSEMBLE_LENGTH, 1, min_local_seeds=1), config)
+    speedups[model] = ENSEMBLE_SEEDS * alone / together
+    progress.say(f'{model}: {ENSEMBLE_SEEDS} seeds on the vmap axis '
+                 f'{speedups[model]:.1f}x faster than one after another')
+    progress.update(1, f'ensemble {model}')
+  return finish(config, run_dir, results.rows, matmul, speedups)
+
+
+def finish(config, run_dir, rows, matmul, speedups) -> dict:
+  wall = sum(float(r['wall_s']) for r in rows)
+  compile_s = sum(float(r['compile_s']) for r in rows)
+  summary = {
+      'matmul_flops_per_s': matmul,
+      'ensemble_speedup': min(speedups.values()) if speedups else None,
+      'ensemble_speedup_by_model': speedups,
+      'ensemble': {'seeds': ENSEMBLE_SEEDS, 'length': ENSEMBLE_LENGTH},
+      'compile_share': compile_s / wall if wall else None,
+      'devices': [str(d) for d in jax.devices()],
+      'groups': [{k: r[k] for k in ('model', 'length', 'seqs_per_s',
+                                    'flops_per_s', 'peak_fraction',
+                                    'scan_iter_us')} for r in rows],
+  }
+  if run_dir.is_writer:
+    record.write_json(run_dir.path / 'summary.json', summary)
+    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
+    record.write_config_text(writer, config.to_json())
+    for r in rows:
+      writer.add_scalar(f'seqs_per_s/{r["model"]}', float(r['seqs_per_s']),
+                        int(r['length']))
+      writer.add_scalar(f'peak_fraction/{r["model"]}',
+                        float(r['peak_fraction']), int(r['length']))
+    plot(config, rows, matmul, run_dir.path / 'throughput.png', writer)
+    writer.close()
+  print('\n' + record.table(
+      [[r['model'], r['length'], f'{float(r["seqs_per_s"]):.0f}',
+        f'{float(r["flops_per_s"]):.2e}',
+        f'{100 * float(r["peak_fraction"]):.2f}%',
+        f'{float(r["scan_iter_us"]):.0f}' if r['scan_iter_us'] else '-',
+        f'{float(r["compile_s"]):.1f}'] for r in rows],
+      ['model', 'L', 'seq/s', 'FLOP/s', 'of matmul', 'us/iter', 'compile s']))
+  print(f'matmul {matmul:.3e} FLOP/s; ensemble speed-up {speedups}; compile '
+        f'share {summary["compile_share"]:.0%}')
+  return summary
+
+
+def plot(config, rows, matmul, path, writer=None):
+  plt = record.pyplot()
+  fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+  colors = {'attention': 'C3', 'lstm': 'C0', 'gru': 'C2', 'rnn': 'C7'}
+  for model in config.models:
+    sub = sorted((r for r in rows if r['model'] == model),
+                 key=lambda r: int(r['length']))
+    L = [int(r['length']) for r in sub]
+    axes[0].plot(L, [float(r['seqs_per_s']) for r in sub], 'o-',
+                 color=colors.get(model), label=model)
+    axes[1].plot(L, [100 * float(r['peak_fraction']) for r in sub], 'o-',
+                 color=colors.get(model), label=model)
+  axes[0].set_ylabel('training sequences per second (all seeds)')
+  axes[1].set_ylabel(f'% of measured matmul rate ({matmul:.2e} FLOP/s)')
+  for ax in axes:
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_xlabel('sequence length L')
+    ax.grid(alpha=0.3, which='both')
+    ax.legend(fontsize=8)
+  fig.suptitle(f'Throughput on {jax.devices()[0].platform}: {config.seeds} '
+               f'seeds x batch {config.batch_size}, d_model {config.d_model}',
+               fontsize=10)
+  record.save_figure(fig, path, writer, 'figures/throughput')

@@ -1,0 +1,110 @@
+"""What a program costs: FLOPs and bytes from XLA's cost analysis (with scans
+counted at their trip count), peak temporary memory, and wall time.
+
+XLA's cost analysis counts a loop body once, whatever its trip count, so a
+recurrent scan is analysed twice, one and two steps per loop iteration: the
+difference is one step's cost, and the total is rebuilt as the rest plus L
+steps (forward and backward loops alike).
+"""
+
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from src import models as models_lib
+from src import tasks as tasks_lib
+
+
+def programs(model: str, *, length: int, batch_size: int, d_model: int,
+             num_heads: int = 1, num_layers: int = 1, num_filler: int = 8,
+             learning_rate: float = 3e-3, unroll: int = 1,
+             per_position: bool = True):
+  """{'forward': (fn, args), 'train': (fn, args)} for one model (one seed).
+
+  `model` is a name of models.MODELS, or 'attention_last' for attention's
+  exact last-query shortcut. per_position=True: an output at every position,
+  as a sequence model uses it; False: the classifier's last position only.
+  """
+  kind = 'attention' if model.startswith('attention') else model
+  per_position = per_position and model != 'attention_last'
+  net = models_lib.make_model(
+      kind, vocab_size=tasks_lib.vocab_size(num_filler), length=length,
+      d_model=d_model, num_classes=2, num_heads=num_heads,
+      num_layers=num_layers, rngs=nnx.Rngs(0))
+  if kind != 'attention':
+    net.unroll = unroll
+  graphdef, params = nnx.split(net)
+  tx = optax.adam(learning_rate)
+  tokens, labels = tasks_lib.memory_batch(jax.random.key(0), batch_size,
+                                          length, num_filler)
+
+  def logits_fn(params, tokens):
+    logits, _ = nnx.merge(graphdef, params)(tokens, per_position=per_position)
+    return logits
+
+  def loss_fn(params, tokens, labels):
+    logits = logits_fn(params, tokens)
+    if per_position:  # every position predicts the first symbol
+      labels = jnp.broadcast_to(labels[:, None], logits.shape[:2])
+    return optax.softmax_cross_entropy_with_integer_labels(
+        logits, labels).mean()
+
+  def train_step(params, opt_state, tokens, labels):
+    grads = jax.grad(loss_fn)(params, tokens, labels)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+  return {'forward': (logits_fn, (params, tokens)),
+          'train': (train_step, (params, tx.init(params), tokens, labels))}
+
+
+def analyse(fn, args):
+  """(compiled, flops, bytes, memory analysis, compile seconds), loops
+  counted once."""
+  start = time.perf_counter()
+  compiled = jax.jit(fn).lower(*args).compile()
+  compile_s = time.perf_counter() - start
+  cost = compiled.cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  return (compiled, float(cost.get('flops', 0.0)),
+          float(cost.get('bytes accessed', 0.0)), compiled.memory_analysis(),
+          compile_s)
+
+
+def counted(model: str, pass_name: str, **kwargs):
+  """Like `analyse`, with a recurrent scan counted `length` times."""
+  fn, args = programs(model, **kwargs)[pass_name]
+  compiled, flops, bytes_, memory, compile_s = analyse(fn, args)
+  if not model.startswith('attention'):
+    fn2, args2 = programs(model, unroll=2, **kwargs)[pass_name]
+    _, flops2, bytes2, _, compile2 = analyse(fn2, args2)
+    steps = kwargs['length']
+    flops += (steps - 1) * (flops2 - flops)
+    bytes_ += (steps - 1) * (bytes2 - bytes_)
+    compile_s += compile2
+  return {'compiled': compiled, 'args': args, 'flops': flops,
+          'bytes': bytes_, 'memory': memory, 'compile_s': compile_s}
+
+
+def median_seconds(fn, args, *, budget_s: float = 0.5, min_runs: int = 3,
+                   max_runs: int = 50) -> float:
+  """Median wall time of fn(*args) after one warm-up call."""
+  jax.block_until_ready(fn(*args))
+  times = []
+  while len(times) < min_runs or (sum(times) < budget_s
+                                  and len(times) < max_runs):
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    times.append(time.perf_counter() - start)
+  return statistics.median(times)
+
+
+def matmul_flops_per_s(n: int = 1024, budget_s: float = 1.0) -> float:
+  """This machine's float32 matrix-multiply rate, measured now."""
+  a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+  f = jax.jit(lambda a: a @ a)
+  return 2 * n ** 3 / median_seconds(f, (a,), budget_s=budget_s)
