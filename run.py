@@ -35,13 +35,16 @@ flags.DEFINE_integer('num_processes', None, 'multi-host: number of processes')
 flags.DEFINE_integer('process_id', None, 'multi-host: this process, 0-based')
 flags.DEFINE_bool('distributed', False,
                   'multi-host on Cloud TPU: JAX finds the coordinator itself')
+flags.DEFINE_bool('quick', False,
+                  "the experiment's CPU-fast variant: a first look in a "
+                  'fraction of the time')
 flags.DEFINE_bool('overwrite', False,
                   'discard the run in --workdir and its checkpoints first')
 # Config fields: text flags, parsed and validated by src/config.py, so every
 # bad value gets the same one-line message.
 _FIELD_FLAGS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
                 'learning_rate', 'd_model', 'num_heads', 'num_layers',
-                'heads', 'depths', 'vocab',
+                'heads', 'depths', 'vocab', 'budgets',
                 'num_filler', 'eval_examples', 'chunk_steps',
                 'checkpoint_every')
 for _name in _FIELD_FLAGS:
@@ -53,6 +56,20 @@ for _name in _FIELD_FLAGS:
 def fail(message: str) -> None:
   sys.stderr.write(f'error: {message}\n')
   sys.exit(2)
+
+
+def passthrough() -> list[str]:
+  """The flags the user gave that every part of --exp=all takes too."""
+  names = _FIELD_FLAGS + ('quick', 'compilation_cache_dir',
+                          'coordinator_address', 'num_processes',
+                          'process_id', 'distributed', 'verbosity')
+  out = []
+  for name in names:
+    if FLAGS[name].present:
+      value = FLAGS[name].value
+      out.append(f'--{name}' if value is True else
+                 f'--no{name}' if value is False else f'--{name}={value}')
+  return out
 
 
 def check_distributed_flags() -> None:
@@ -83,10 +100,17 @@ def main(argv):
           f'--exp: unknown experiment {FLAGS.exp!r}; expected one of '
           f'{", ".join(EXPERIMENTS)}')
     experiment = load(FLAGS.exp)
+    defaults = experiment.QUICK if FLAGS.quick else experiment.DEFAULTS
     config = config_lib.parse(
-        experiment.DEFAULTS,
+        dataclasses.replace(defaults, quick=FLAGS.quick),
         {name: FLAGS[name].value for name in _FIELD_FLAGS},
         models=experiment.MODELS)
+    raw = {name: FLAGS[name].value for name in _FIELD_FLAGS}
+    if FLAGS.exp == 'all':  # each part must accept the flags handed to it
+      for part in experiment.PARTS:
+        module = load(part)
+        config_lib.parse(module.QUICK if FLAGS.quick else module.DEFAULTS,
+                         raw, models=module.MODELS)
     workdir = Path(FLAGS.workdir or f'runs/{FLAGS.exp}')
     checkpoint_dir = Path(FLAGS.checkpoint_dir or f'checkpoints/{FLAGS.exp}')
     rundir.check(workdir, checkpoint_dir, config, FLAGS.overwrite)
@@ -132,7 +156,10 @@ def main(argv):
                            config, overwrite=FLAGS.overwrite,
                            extra=extra) as run_dir:
       distributed.sync('run_dir_open')  # process 0 has cleared or locked it
-      experiment.run(config, run_dir, stop=stop)
+      if FLAGS.exp == 'all':
+        experiment.run(config, run_dir, stop=stop, passthrough=passthrough())
+      else:
+        experiment.run(config, run_dir, stop=stop)
   except config_lib.ConfigError as e:
     fail(str(e))
   except checkpoint_lib.Preempted as e:

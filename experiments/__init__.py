@@ -6,7 +6,7 @@ Imported lazily by name, so `run.py --help` and flag checks stay fast.
 import importlib
 
 EXPERIMENTS = ('distance', 'attention', 'gradient', 'cost', 'heads',
-               'induction', 'throughput')
+               'induction', 'budget', 'throughput', 'all')
 
 
 def load(name: str):

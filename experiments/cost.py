@@ -19,6 +19,8 @@ recurrent nets (near 1); wall time, on a CPU, is where the sequential depth
 (L dependent steps against one) shows.
 """
 
+import dataclasses
+
 import numpy as np
 
 from src import costs
@@ -35,6 +37,8 @@ DEFAULTS = Config(
     batch_size=2,  # the grid is per string; at 8192 one step is seconds
     learning_rate=3e-3,
 )
+# --quick: a first look in a fraction of the time (same code, fewer steps).
+QUICK = dataclasses.replace(DEFAULTS, lengths=(64, 256, 1024, 2048))
 MODELS = ('attention', 'attention_last', 'lstm', 'gru', 'rnn')
 COLUMNS = ['model', 'length', 'pass', 'flops', 'bytes', 'peak_bytes',
            'wall_s', 'depth', 'compile_s']

@@ -16,6 +16,7 @@ beside it), while a recurrent net that never learned to hold the symbol
 keeps a vanishing one.
 """
 
+import dataclasses
 import functools
 import time
 
@@ -39,6 +40,9 @@ DEFAULTS = Config(
     chunk_steps=50,
     checkpoint_every=250,
 )
+# --quick: a first look in a fraction of the time (same code, fewer steps).
+QUICK = dataclasses.replace(
+    DEFAULTS, lengths=(5, 10, 20, 40), seeds=2, steps=200)
 MODELS = models_lib.MODELS
 COLUMNS = ['model', 'length', 'seed', 'phase', 'step', 'sensitivity',
            'pos0_mass', 'accuracy']

@@ -18,6 +18,7 @@ weight from position i to i-1) and the induction score (the last query's
 weight on the position after the earlier trigger).
 """
 
+import dataclasses
 import functools
 
 import jax
@@ -45,6 +46,8 @@ DEFAULTS = Config(
     chunk_steps=100,
     checkpoint_every=500,
 )
+# --quick: a first look in a fraction of the time (same code, fewer steps).
+QUICK = dataclasses.replace(DEFAULTS, seeds=2, steps=1200)
 MODELS = ('attention', 'lstm')
 COLUMNS = ['model', 'num_layers', 'length', 'seed', 'accuracy']
 HEAD_COLUMNS = ['num_layers', 'length', 'seed', 'layer', 'head',

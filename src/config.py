@@ -27,6 +27,7 @@ def _field(default, doc, *, defines_run=True):
 @dataclasses.dataclass(frozen=True)
 class Config:
   exp: str = _field('distance', 'experiment to run')
+  quick: bool = _field(False, "the experiment's CPU-fast variant (--quick)")
   models: tuple[str, ...] = _field(models_lib.MODELS, 'models to train')
   lengths: tuple[int, ...] = _field((20,), 'sequence lengths L (query at L-1)')
   seeds: int = _field(4, 'seeds per group, trained at once on a vmap axis')
@@ -42,6 +43,8 @@ class Config:
   depths: tuple[int, ...] = _field((1, 2),
                                    'attention depths compared (--exp=induction)')
   vocab: int = _field(16, 'token vocabulary of the induction task')
+  budgets: tuple[int, ...] = _field((250, 1000, 4000),
+                                    'training budgets in steps (--exp=budget)')
   num_filler: int = _field(8, 'distinct neutral filler symbols')
   eval_examples: int = _field(2048, 'fresh test strings per seed')
   chunk_steps: int = _field(100, 'steps per compiled scan chunk (log points)',
@@ -140,6 +143,7 @@ def parse(defaults: Config, raw: dict, *, models=models_lib.MODELS,
       'heads': lambda t: _int_list('heads', t, 1),
       'depths': lambda t: _int_list('depths', t, 1),
       'vocab': lambda t: _int('vocab', t, minimum=3),
+      'budgets': lambda t: _int_list('budgets', t, 1),
       'num_filler': lambda t: _int('num_filler', t),
       'eval_examples': lambda t: _int('eval_examples', t),
       'chunk_steps': lambda t: _int('chunk_steps', t),

@@ -38,12 +38,15 @@ def group_work(steps: int, length: int, model: str) -> float:
 def train_group(run, name: str, ensemble: train_lib.Ensemble, config, *,
                 progress: record.Progress, work: float,
                 stop: checkpoint_lib.StopRequest | None,
-                on_chunk: Callable[[int, dict, object], None] | None = None
-                ) -> GroupRun:
-  """Resumes or starts `name`, trains it to `config.steps`, logs each chunk.
+                on_chunk: Callable[[int, dict, object], None] | None = None,
+                steps: int | None = None) -> GroupRun:
+  """Resumes or starts `name`, trains it to `steps` (default
+  `config.steps`), logs each chunk. Called again with more steps, it goes on
+  from where the last call stopped.
 
   `on_chunk(step, metrics, writer)` lets the experiment log more per chunk.
   """
+  steps = steps or config.steps
   start_time = time.perf_counter()
   checkpoints = checkpoint_lib.GroupCheckpoints(run.checkpoint_dir / name)
   start, state = train_lib.resume_or_init(ensemble, checkpoints)
@@ -53,7 +56,7 @@ def train_group(run, name: str, ensemble: train_lib.Ensemble, config, *,
   if run.is_writer:
     writer = record.tb_writer(run.path / 'tb' / name,
                               purge_step=start + 1 if start else None)
-  progress.update(work * start / config.steps, name)
+  progress.update(work * start / steps, name)
 
   def log_chunk(step, metrics):
     metrics = distributed.to_host(metrics)
@@ -74,13 +77,13 @@ def train_group(run, name: str, ensemble: train_lib.Ensemble, config, *,
       if writer is not None:
         writer.flush()  # the events past the last checkpoint must be purged
       os.kill(os.getpid(), signal.SIGKILL)  # tests: die as a preempted VM does
-    progress.update(work * num_steps / config.steps,
-                    f'{name} step {step}/{config.steps} '
+    progress.update(work * num_steps / steps,
+                    f'{name} step {step}/{steps} '
                     f'loss {np.nanmean(loss_SxT[:, -1]):.3f}')
 
   try:
     state = train_lib.fit(
-        ensemble, state, start, steps=config.steps,
+        ensemble, state, start, steps=steps,
         chunk_steps=config.chunk_steps, checkpoints=checkpoints,
         checkpoint_every=config.checkpoint_every, on_chunk=log_chunk,
         stop=stop, where=name)

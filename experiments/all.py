@@ -1,0 +1,142 @@
+"""The whole lesson in one command: every experiment, then REPORT.md.
+
+Command: `python run.py --exp=all` (about 35 minutes on a 2-core CPU), or
+`python run.py --exp=all --quick` for a first look (under 10 minutes).
+Runs distance, attention, gradient, cost, heads, induction and budget, each
+as its own `run.py` process in a sub-workdir (`<workdir>/<name>`, checkpoints
+in `<checkpoint_dir>/<name>`), so each resumes as usual; then reads their
+summary.json files and writes REPORT.md: claim by claim, the measured number,
+the verdict, the figure and the command that reproduces it. The links are
+relative: zip the folder or push it to GitHub and it still reads.
+"""
+
+import dataclasses
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from src import record
+from src.checkpoint import Preempted
+from src.config import Config
+
+PARTS = ('distance', 'attention', 'gradient', 'cost', 'heads', 'induction',
+         'budget')
+# Where each part stands in the lesson, and its figure.
+SECTIONS = {
+    'distance': ('2. Distance', 'distance.png'),
+    'budget': ('2. Distance: wall or budget?', 'budget.png'),
+    'attention': ('3. The searchlight', 'attention.png'),
+    'gradient': ('4. The direct bridge', 'gradient.png'),
+    'cost': ('5. Everything at once, at an N x N price', 'cost.png'),
+    'heads': ('6. Heads', 'heads.png'),
+    'induction': ('7. Depth (induction)', 'induction.png'),
+}
+ORDER = ('distance', 'budget', 'attention', 'gradient', 'cost', 'heads',
+         'induction')
+
+DEFAULTS = Config(exp='all')
+QUICK = dataclasses.replace(DEFAULTS, quick=True)
+MODELS = ('attention', 'attention_last', 'lstm', 'gru', 'rnn')
+COLUMNS = ['experiment', 'claim', 'verdict', 'measured']
+
+
+def run(config: Config, run_dir, *, stop=None, passthrough=()) -> dict:
+  """`passthrough`: the flags the user gave, handed to every part."""
+  root = Path(__file__).resolve().parents[1]
+  walls = {}
+  for name in PARTS:
+    if stop is not None and stop.requested:
+      raise Preempted(stop.signum, f'before {name}')
+    command = part_command(name, run_dir, passthrough)
+    print(f'\n=== {name}: {" ".join(command)}', flush=True)
+    start = time.perf_counter()
+    child = subprocess.Popen([sys.executable, *command[1:]], cwd=root)
+    # Ctrl-C reaches the child by itself (same process group); SIGTERM from
+    # a scheduler may reach only this process: hand it on.
+    previous = {
+        signal.SIGTERM: signal.signal(
+            signal.SIGTERM, lambda signum, _: child.send_signal(signum)),
+        signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: None)}
+    try:
+      code = child.wait()
+    finally:
+      for s, handler in previous.items():
+        signal.signal(s, handler)
+    walls[name] = time.perf_counter() - start
+    if code in (128 + signal.SIGTERM, 128 + signal.SIGINT):
+      raise Preempted(code - 128, f'{name}')
+    if code != 0:
+      raise RuntimeError(f'--exp={name} failed with exit status {code}; '
+                         'its output is above')
+  return write_report(config, run_dir, passthrough, walls)
+
+
+def part_command(name, run_dir, passthrough):
+  return ['python', 'run.py', f'--exp={name}',
+          f'--workdir={run_dir.path / name}',
+          f'--checkpoint_dir={run_dir.checkpoint_dir / name}',
+          *passthrough]
+
+
+def write_report(config, run_dir, passthrough, walls) -> dict:
+  import json
+  claims, sections = [], []
+  for name in ORDER:
+    folder = run_dir.path / name
+    summary = json.loads((folder / 'summary.json').read_text())
+    title, figure = SECTIONS[name]
+    command = ' '.join(part_command(name, run_dir, passthrough))
+    lines = [f'## {title}', '']
+    for c in summary.get('claims', []):
+      where = f' (L={c["length"]})' if 'length' in c else ''
+      claims.append(dict(experiment=name, claim=c['claim'] + where,
+                         verdict=c['verdict'], measured=c['measured'],
+                         note=c.get('note', ''), figure=f'{name}/{figure}'))
+      lines += [f'- **{c["verdict"]}**: {c["claim"]}{where}',
+                f'  - measured: {c["measured"]}']
+      if c.get('note'):
+        lines.append(f'  - reading: {c["note"]}')
+    if not summary.get('claims'):
+      lines.append('- no claim could be judged from this run')
+    lines += ['', f'![{name}]({name}/{figure})', '',
+              f'Reproduce: `{command}`', '']
+    sections.append('\n'.join(lines))
+  rows = [{k: c[k] for k in COLUMNS} for c in claims]
+  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
+  if not results.rows:
+    results.append(rows)
+  header = ['# Searchlight: what held', '']
+  if config.quick:
+    header += ['> **Quick run** (`--quick`): every experiment ran a '
+               'CPU-fast variant with fewer seeds, steps and lengths. Read '
+               'the verdicts as a first look; the full run is '
+               '`python run.py --exp=all`.', '']
+  config_json = json.loads((run_dir.path / 'distance' / 'config.json')
+                           .read_text())
+  header += [f'Run on {", ".join(config_json.get("devices", []))[:120]}, '
+             f'{time.strftime("%Y-%m-%d")}; the experiments took '
+             f'{sum(walls.values()) / 60:.1f} minutes in this process. Each '
+             'claim is judged from its experiment\'s own summary.json; every '
+             'verdict says what was measured, whichever way it came out.', '',
+             '| # | Claim of the lesson | Measured | Verdict | Figure |',
+             '|---|---|---|---|---|']
+  for i, c in enumerate(claims, 1):
+    measured = c['measured'].replace('|', '\\|')
+    header.append(f'| {i} | {c["claim"]} | {measured} | **{c["verdict"]}** '
+                  f'| [{c["experiment"]}]({c["figure"]}) |')
+  report = '\n'.join(header) + '\n\n' + '\n'.join(sections)
+  summary = {'claims': claims, 'wall_s': walls, 'quick': config.quick}
+  if run_dir.is_writer:
+    (run_dir.path / 'REPORT.md').write_text(report)
+    record.write_json(run_dir.path / 'summary.json', summary)
+    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
+    writer.add_text('report', report, 0)
+    record.write_config_text(writer, config.to_json())
+    writer.close()
+  print('\n' + record.table([[c['experiment'], c['verdict'],
+                              c['claim'][:70]] for c in claims],
+                            ['experiment', 'verdict', 'claim']))
+  print(f'\nReport: {run_dir.path / "REPORT.md"}')
+  return summary
