@@ -130,11 +130,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   summary = {'claims': claims, 'wall_s': walls, 'quick': config.quick}
   if run_dir.is_writer:
     (run_dir.path / 'REPORT.md').write_text(report)
-    record.write_json(run_dir.path / 'summary.json', summary)
-    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
-    writer.add_text('report', report, 0)
-    record.write_config_text(writer, config.to_json())
-    writer.close()
+  record.publish(run_dir, config, summary,
+                 lambda writer: writer.add_text('report', report, 0))
   print('\n' + record.table([[c['experiment'], c['verdict'],
                               c['claim'][:70]] for c in claims],
                             ['experiment', 'verdict', 'claim']))

@@ -247,10 +247,8 @@ def finish(config, run_dir, rows, finals) -> dict:
   summary = summarize(config, rows)
   walls = {int(r['length']): float(r['wall_s']) for r in rows}
   summary['wall_s'] = sum(walls.values())
-  if run_dir.is_writer:
-    record.write_json(run_dir.path / 'summary.json', summary)
-    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
-    record.write_config_text(writer, config.to_json())
+
+  def draw(writer):
     first = config.lengths[0]
     if finals.get(first) is not None:
       plot(config, first, finals[first], run_dir.path / 'attention.png',
@@ -258,7 +256,8 @@ def finish(config, run_dir, rows, finals) -> dict:
     if len(config.lengths) > 1:
       plot_lengths(config, summary, run_dir.path / 'attention_lengths.png',
                    writer)
-    writer.close()
+
+  record.publish(run_dir, config, summary, draw)
   for length, s in summary['lengths'].items():
     print(f'\nL={length}: last query weight on position 0 (mean over '
           f'{config.seeds} seeds, 95% interval)')

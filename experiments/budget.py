@@ -87,15 +87,6 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
   return finish(config, run_dir, results.rows)
 
 
-def critical_distance(pairs):
-  best = None
-  for length, acc in sorted(pairs):
-    if not acc >= SOLVED:
-      break
-    best = length
-  return best
-
-
 def summarize(config: Config, rows) -> dict:
   budgets = sorted(config.budgets)
   out = {'critical_distance': {}, 'mean_accuracy': {}, 'claims': []}
@@ -110,8 +101,8 @@ def summarize(config: Config, rows) -> dict:
         means[length] = float(np.mean(acc)) if acc else float('nan')
       out['mean_accuracy'][model][str(budget)] = {str(L): v
                                                   for L, v in means.items()}
-      out['critical_distance'][model][str(budget)] = critical_distance(
-          means.items())
+      out['critical_distance'][model][str(budget)] = record.critical_distance(
+          means.items(), SOLVED)
   for model in [m for m in config.models if m != 'attention']:
     c = out['critical_distance'][model]
     first, last = c[str(budgets[0])] or 0, c[str(budgets[-1])] or 0
@@ -128,12 +119,8 @@ def summarize(config: Config, rows) -> dict:
 
 def finish(config, run_dir, rows) -> dict:
   summary = summarize(config, rows)
-  if run_dir.is_writer:
-    record.write_json(run_dir.path / 'summary.json', summary)
-    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
-    record.write_config_text(writer, config.to_json())
-    plot(config, summary, run_dir.path / 'budget.png', writer)
-    writer.close()
+  record.publish(run_dir, config, summary, lambda writer: plot(
+      config, summary, run_dir.path / 'budget.png', writer))
   budgets = sorted(config.budgets)
   print('\nCritical distance by training budget')
   print(record.table(

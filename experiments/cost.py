@@ -162,17 +162,16 @@ def summarize(config: Config, rows: list[dict]) -> dict:
 
 def finish(config, run_dir, rows) -> dict:
   summary = summarize(config, rows)
-  if run_dir.is_writer:
-    record.write_json(run_dir.path / 'summary.json', summary)
-    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
-    record.write_config_text(writer, config.to_json())
+
+  def draw(writer):
     for r in rows:
       writer.add_scalar(f'{r["pass"]}_wall_s/{r["model"]}',
                         float(r['wall_s']), int(r['length']))
       writer.add_scalar(f'{r["pass"]}_flops/{r["model"]}', float(r['flops']),
                         int(r['length']))
     plot(config, summary, rows, run_dir.path / 'cost.png', writer)
-    writer.close()
+
+  record.publish(run_dir, config, summary, draw)
   table = [[m] + [f'{e[p][k]:.2f}' for p in PASSES
                   for k in ('flops_exponent', 'wall_exponent')]
            for m, e in summary['models'].items()]

@@ -120,24 +120,14 @@ def summarize(config: Config, rows: list[dict]) -> dict:
                          ci95=[lo, hi], solved_fraction=float(
                              np.mean(np.asarray(acc) >= SOLVED)),
                          seeds=len(acc), diverged=int(sum(div))))
-  critical = {m: critical_distance(
-      [(g['length'], g['mean_accuracy']) for g in groups if g['model'] == m])
-              for m in config.models}
+  critical = {m: record.critical_distance(
+      [(g['length'], g['mean_accuracy']) for g in groups if g['model'] == m],
+      SOLVED) for m in config.models}
   return {'groups': groups, 'critical_distance': critical,
           'diverged_seeds': int(sum(g['diverged'] for g in groups)),
           'claims': claims(config, groups, critical),
           'budget': {k: getattr(config, k) for k in (
               'steps', 'batch_size', 'learning_rate', 'd_model', 'seeds')}}
-
-
-def critical_distance(length_accuracy: list[tuple[int, float]]):
-  """Largest tested L with mean accuracy >= SOLVED at every tested L' <= L."""
-  best = None
-  for length, acc in sorted(length_accuracy):
-    if not acc >= SOLVED:
-      break
-    best = length
-  return best
 
 
 def claims(config, groups, critical) -> list[dict]:
@@ -195,12 +185,8 @@ def finish(config: Config, run_dir, rows: list[dict]) -> dict:
   summary['wall_s'] = wall
   summary['compile_s'] = compile_s
   summary['compile_share'] = compile_s / wall if wall else None
-  if run_dir.is_writer:
-    record.write_json(run_dir.path / 'summary.json', summary)
-    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
-    record.write_config_text(writer, config.to_json())
-    plot(config, summary, run_dir.path / 'distance.png', writer)
-    writer.close()
+  record.publish(run_dir, config, summary, lambda writer: plot(
+      config, summary, run_dir.path / 'distance.png', writer))
   print_table(config, summary)
   return summary
 

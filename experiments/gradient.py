@@ -176,12 +176,8 @@ def summarize(config: Config, rows: list[dict]) -> dict:
 
 def finish(config, run_dir, rows) -> dict:
   summary = summarize(config, rows)
-  if run_dir.is_writer:
-    record.write_json(run_dir.path / 'summary.json', summary)
-    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
-    record.write_config_text(writer, config.to_json())
-    plot(config, summary, run_dir.path / 'gradient.png', writer)
-    writer.close()
+  record.publish(run_dir, config, summary, lambda writer: plot(
+      config, summary, run_dir.path / 'gradient.png', writer))
   lengths = sorted(config.lengths)
   table = []
   for model, e in summary['models'].items():

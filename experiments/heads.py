@@ -205,12 +205,8 @@ def summarize(config: Config, rows: list[dict]) -> dict:
 
 def finish(config, run_dir, rows, maps) -> dict:
   summary = summarize(config, rows)
-  if run_dir.is_writer:
-    record.write_json(run_dir.path / 'summary.json', summary)
-    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
-    record.write_config_text(writer, config.to_json())
-    plot(config, rows, maps, run_dir.path / 'heads.png', writer)
-    writer.close()
+  record.publish(run_dir, config, summary, lambda writer: plot(
+      config, rows, maps, run_dir.path / 'heads.png', writer))
   print('\nAccuracy by head count (4 classes, chance 0.25)')
   print(record.table(
       [[h, f'{v["accuracy"]:.3f}', f'[{v["ci95"][0]:.3f}, {v["ci95"][1]:.3f}]',

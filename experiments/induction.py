@@ -194,12 +194,8 @@ def summarize(config: Config, rows, head_rows) -> dict:
 
 def finish(config, run_dir, rows, head_rows, examples) -> dict:
   summary = summarize(config, rows, head_rows)
-  if run_dir.is_writer:
-    record.write_json(run_dir.path / 'summary.json', summary)
-    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
-    record.write_config_text(writer, config.to_json())
-    plot(config, summary, examples, run_dir.path / 'induction.png', writer)
-    writer.close()
+  record.publish(run_dir, config, summary, lambda writer: plot(
+      config, summary, examples, run_dir.path / 'induction.png', writer))
   print(f'\nInduction accuracy (chance {1 / config.vocab:.3f})')
   print(record.table([[k, f'{v["mean"]:.3f}',
                        f'[{v["ci95_low"]:.3f}, {v["ci95_high"]:.3f}]']

@@ -136,17 +136,16 @@ def finish(config, run_dir, rows, matmul, speedups) -> dict:
                                     'flops_per_s', 'peak_fraction',
                                     'scan_iter_us')} for r in rows],
   }
-  if run_dir.is_writer:
-    record.write_json(run_dir.path / 'summary.json', summary)
-    writer = record.tb_writer(run_dir.path / 'tb' / 'summary')
-    record.write_config_text(writer, config.to_json())
+
+  def draw(writer):
     for r in rows:
       writer.add_scalar(f'seqs_per_s/{r["model"]}', float(r['seqs_per_s']),
                         int(r['length']))
       writer.add_scalar(f'peak_fraction/{r["model"]}',
                         float(r['peak_fraction']), int(r['length']))
     plot(config, rows, matmul, run_dir.path / 'throughput.png', writer)
-    writer.close()
+
+  record.publish(run_dir, config, summary, draw)
   print('\n' + record.table(
       [[r['model'], r['length'], f'{float(r["seqs_per_s"]):.0f}',
         f'{float(r["flops_per_s"]):.2e}',

@@ -124,6 +124,30 @@ def write_hparams(writer, hparams: dict, metrics: dict) -> None:
     writer.add_scalar(name, value)
 
 
+def publish(run_dir, config, summary: dict, draw=None) -> None:
+  """summary.json, then the run-level TensorBoard run (`tb/summary`): the
+  config as text and the figures `draw(writer)` makes. Process 0 only."""
+  if not run_dir.is_writer:
+    return
+  write_json(run_dir.path / 'summary.json', summary)
+  writer = tb_writer(run_dir.path / 'tb' / 'summary')
+  write_config_text(writer, config.to_json())
+  if draw is not None:
+    draw(writer)
+  writer.close()
+
+
+def critical_distance(length_accuracy, solved: float = 0.95):
+  """Largest tested L with mean accuracy >= `solved` at every tested L' <= L
+  (None if none)."""
+  best = None
+  for length, acc in sorted(length_accuracy):
+    if not acc >= solved:
+      break
+    best = length
+  return best
+
+
 def write_config_text(writer, config_json: dict) -> None:
   lines = ['| field | value |', '|---|---|']
   lines += [f'| {k} | `{v}` |' for k, v in config_json.items()]

@@ -1,0 +1,57 @@
+"""`--exp=budget` and `--exp=all --quick` end to end on tiny configs."""
+
+import json
+import re
+
+import pytest
+
+from tests.helpers import read_csv, run_py
+
+VERDICT = re.compile(r'^(held|did not hold|partly|untested|held in \d+ of \d+ '
+                     r'seeds)$')
+
+
+def test_budget_one_run_serves_every_budget(tmp_path):
+  """The model after 10 steps of a 30-step run is the 10-step run's model."""
+  common = ['--exp=budget', '--models=rnn', '--lengths=5', '--seeds=2',
+            '--batch_size=16', '--eval_examples=64', '--chunk_steps=10']
+  both = run_py(*common, '--budgets=10,30', f'--workdir={tmp_path}/a',
+                f'--checkpoint_dir={tmp_path}/ac')
+  short = run_py(*common, '--budgets=10', f'--workdir={tmp_path}/b',
+                 f'--checkpoint_dir={tmp_path}/bc')
+  assert both.returncode == 0 and short.returncode == 0, both.stderr[-2000:]
+  rows = read_csv(tmp_path / 'a/results.csv')
+  assert sorted({int(r['steps']) for r in rows}) == [10, 30]
+  pick = lambda rs: [(r['seed'], r['accuracy'], r['loss']) for r in rs
+                     if r['steps'] == '10']
+  assert pick(rows) == pick(read_csv(tmp_path / 'b/results.csv'))
+  summary = json.loads((tmp_path / 'a/summary.json').read_text())
+  assert set(summary['critical_distance']['rnn']) == {'10', '30'}
+  assert (tmp_path / 'a/budget.png').exists()
+
+
+def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
+  proc = run_py('--exp=all', '--quick', f'--workdir={tmp_path}/run',
+                f'--checkpoint_dir={tmp_path}/ckpt', '--lengths=4,6',
+                '--seeds=2', '--steps=10', '--chunk_steps=10',
+                '--budgets=10,20', '--heads=1,2', '--eval_examples=32',
+                '--batch_size=8', timeout=900)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  run = tmp_path / 'run'
+  report = (run / 'REPORT.md').read_text()
+  assert 'Quick run' in report.split('\n\n')[1]  # said at the top
+  links = re.findall(r'\]\(([^)]+)\)', report)
+  assert links and all(not l.startswith('/') for l in links)  # relative
+  for link in links:
+    assert (run / link).is_file(), link
+  table = [l for l in report.splitlines() if re.match(r'^\| \d+ \|', l)]
+  expected = []
+  for part in ('distance', 'budget', 'attention', 'gradient', 'cost',
+               'heads', 'induction'):
+    summary = json.loads((run / part / 'summary.json').read_text())
+    expected += [c['verdict'] for c in summary['claims']]
+  verdicts = [l.split('|')[4].strip().strip('*') for l in table]
+  assert verdicts == expected and len(verdicts) >= 10
+  assert all(VERDICT.match(v) for v in verdicts)
+  rows = read_csv(run / 'results.csv')
+  assert [r['verdict'] for r in rows] == expected
