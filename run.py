@@ -8,6 +8,7 @@ before anything is written, and hands a config to one experiment.
 """
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -166,6 +167,17 @@ def main(argv):
     print(f'\nStopped by signal {e.signum} at {e.where}; the state is saved. '
           'Run the same command again to resume.', flush=True)
     sys.exit(128 + e.signum)
+  except Exception as e:  # pylint: disable=broad-except
+    if jax.process_count() == 1:
+      raise
+    # A peer died mid-collective: say so and leave at once (the orderly
+    # shutdown would wait for the dead peer's heartbeat).
+    sys.stderr.write(f'error: process {jax.process_index()}: a peer process '
+                     f'failed ({str(e).splitlines()[0][:200]}); checkpoints up '
+                     'to the last one are kept: rerun on every worker to '
+                     'resume\n')
+    sys.stderr.flush()
+    os._exit(1)
 
 
 if __name__ == '__main__':

@@ -69,3 +69,32 @@ def test_two_processes_equal_one(tmp_path):
   assert 'searchlight' not in outs[1][0]  # process 1 stays quiet
   # The same partitioned program as one process with four devices: bitwise.
   assert values(tmp_path / 'two/results.csv') == single_process(tmp_path, 4)
+
+
+def test_a_dead_worker_stops_the_others(tmp_path):
+  import os
+  import signal
+  import time
+  port = free_port()
+  env = dict(os.environ, JAX_PLATFORMS='cpu', JAX_NUM_CPU_DEVICES='1')
+  procs = [subprocess.Popen(
+      [sys.executable, str(ROOT / 'run.py'), '--exp=distance', '--models=rnn',
+       '--lengths=6', '--seeds=2', '--steps=1000000', '--chunk_steps=50',
+       '--checkpoint_every=1000000', '--batch_size=16',
+       f'--workdir={tmp_path}/run', f'--checkpoint_dir={tmp_path}/ckpt',
+       f'--coordinator_address=127.0.0.1:{port}', '--num_processes=2',
+       f'--process_id={i}'], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True) for i in range(2)]
+  events = tmp_path / 'run/tb/rnn_L006'
+  deadline = time.time() + 120
+  while not (events.exists() and any(events.iterdir())):
+    assert time.time() < deadline and procs[0].poll() is None
+    time.sleep(0.2)
+  time.sleep(1.0)
+  procs[1].send_signal(signal.SIGKILL)
+  killed = time.time()
+  _, err = procs[0].communicate(timeout=120)
+  procs[1].communicate()
+  assert time.time() - killed < 60  # bounded: no hang
+  assert procs[0].returncode not in (0, None)
+  assert 'error: process 0: a peer process failed' in err
