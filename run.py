@@ -19,7 +19,6 @@ from src import config as config_lib
 from src import rundir
 
 FLAGS = flags.FLAGS
-_DEFAULTS = config_lib.Config()
 
 flags.DEFINE_string('exp', 'distance',
                     f'experiment to run: one of {", ".join(EXPERIMENTS)}')

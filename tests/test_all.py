@@ -32,7 +32,8 @@ def test_budget_one_run_serves_every_budget(tmp_path):
 
 def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
   proc = run_py('--exp=all', '--quick', f'--workdir={tmp_path}/run',
-                f'--checkpoint_dir={tmp_path}/ckpt', '--lengths=4,6',
+                f'--checkpoint_dir={tmp_path}/ckpt', '--lengths=5',
+                '--models=attention',  # the one model every part accepts
                 '--seeds=2', '--steps=10', '--chunk_steps=10',
                 '--budgets=10,20', '--heads=1,2', '--eval_examples=32',
                 '--batch_size=8', timeout=900)
@@ -51,7 +52,8 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
     summary = json.loads((run / part / 'summary.json').read_text())
     expected += [c['verdict'] for c in summary['claims']]
   verdicts = [l.split('|')[4].strip().strip('*') for l in table]
-  assert verdicts == expected and len(verdicts) >= 10
+  assert verdicts == expected and len(verdicts) >= 6
+  assert 'Reproduce: `python run.py --exp=distance' in report
   assert all(VERDICT.match(v) for v in verdicts)
   rows = read_csv(run / 'results.csv')
   assert [r['verdict'] for r in rows] == expected
