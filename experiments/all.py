@@ -11,6 +11,7 @@ relative: zip the folder or push it to GitHub and it still reads.
 """
 
 import dataclasses
+import json
 import signal
 import subprocess
 import sys
@@ -81,7 +82,6 @@ def part_command(name, run_dir, passthrough):
 
 
 def write_report(config, run_dir, passthrough, walls) -> dict:
-  import json
   claims, sections = [], []
   for name in ORDER:
     folder = run_dir.path / name

@@ -15,12 +15,10 @@ with the dispersed beam. `--lengths=10,20,50` gives the masses against length.
 """
 
 import dataclasses
-import functools
 import time
 
 import numpy as np
 
-from src import models as models_lib
 from src import probes
 from src import record
 from src import sweep
@@ -67,14 +65,9 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
   for length in config.lengths:
     name = f'attention_L{length:03d}'
     task = train_lib.memory_task(length, config.num_filler)
-    ensemble = train_lib.Ensemble(
-        functools.partial(
-            models_lib.make_model, 'attention', vocab_size=task.vocab_size,
-            length=length, d_model=config.d_model, num_classes=2,
-            num_heads=config.num_heads, num_layers=config.num_layers),
-        task, num_seeds=config.seeds, seed=config.seed,
-        batch_size=config.batch_size, learning_rate=config.learning_rate,
-        probe=probes.searchlight, probe_examples=PROBE_EXAMPLES)
+    ensemble = sweep.ensemble('attention', task, config,
+                              probe=probes.searchlight,
+                              probe_examples=PROBE_EXAMPLES)
     if results.has(length=length):
       progress.update(work[length], f'L={length} done')
       finals[length] = _final_measurements(ensemble, config, run_dir, name)
@@ -270,9 +263,7 @@ def finish(config, run_dir, rows, finals) -> dict:
          for c in CLASSES],
         ['class', 'pos0_mass', 'ci95', 'entropy', 'accuracy',
          'seeds dispersed']))
-  for c in summary['claims']:
-    print(f'- {c["verdict"].upper()} (L={c["length"]}): {c["claim"]} '
-          f'({c["measured"]})')
+  sweep.print_claims(summary)
   return summary
 
 

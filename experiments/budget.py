@@ -12,7 +12,6 @@ matter of training time; if it stays put, it is a wall.
 """
 
 import dataclasses
-import functools
 import time
 
 import numpy as np
@@ -53,12 +52,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
   for model, length in groups:
     name = f'{model}_L{length:03d}'
     task = train_lib.memory_task(length, config.num_filler)
-    ensemble = train_lib.Ensemble(
-        functools.partial(models_lib.make_model, model,
-                          vocab_size=task.vocab_size, length=length,
-                          d_model=config.d_model, num_classes=2),
-        task, num_seeds=config.seeds, seed=config.seed,
-        batch_size=config.batch_size, learning_rate=config.learning_rate)
+    ensemble = sweep.ensemble(model, task, config)
     previous = 0
     for budget in budgets:
       segment = work[model, length] * (budget - previous) / budgets[-1]
@@ -126,8 +120,7 @@ def finish(config, run_dir, rows) -> dict:
   print(record.table(
       [[m] + [str(summary['critical_distance'][m][str(b)]) for b in budgets]
        for m in config.models], ['model'] + [f'{b} steps' for b in budgets]))
-  for c in summary['claims']:
-    print(f'- {c["verdict"].upper()}: {c["claim"]} ({c["measured"]})')
+  sweep.print_claims(summary)
   return summary
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from src import costs
 from src import record
+from src import sweep
 from src.checkpoint import Preempted
 from src.config import Config
 
@@ -181,8 +182,7 @@ def finish(config, run_dir, rows) -> dict:
   for k, v in summary.items():
     if k.endswith('_overtakes_lstm_wall_at'):
       print(f'{k}: {v}')
-  for c in summary['claims']:
-    print(f'- {c["verdict"].upper()}: {c["claim"]} ({c["measured"]})')
+  sweep.print_claims(summary)
   return summary
 
 

@@ -12,7 +12,6 @@ asks; here `critical_distance` says where each model gave way.
 """
 
 import dataclasses
-import functools
 import time
 
 import numpy as np
@@ -48,14 +47,6 @@ HUNDRED_PERCENT = 0.99  # what "stays at 100%" is taken to mean
 LESSON_RNN_RANGE = (10, 20)  # "gives way after about fifteen steps"
 
 
-def model_fn(config: Config, model: str, task: train_lib.Task):
-  return functools.partial(
-      models_lib.make_model, model, vocab_size=task.vocab_size,
-      length=task.length, d_model=config.d_model,
-      num_classes=task.num_classes, num_heads=config.num_heads,
-      num_layers=config.num_layers)
-
-
 def run(config: Config, run_dir, *, stop=None) -> dict:
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
   groups = [(m, L) for m in config.models for L in config.lengths]
@@ -67,10 +58,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
       continue
     name = f'{model}_L{length:03d}'
     task = train_lib.memory_task(length, config.num_filler)
-    ensemble = train_lib.Ensemble(
-        model_fn(config, model, task), task,
-        num_seeds=config.seeds, seed=config.seed,
-        batch_size=config.batch_size, learning_rate=config.learning_rate)
+    ensemble = sweep.ensemble(model, task, config)
     trained = sweep.train_group(run_dir, name, ensemble, config,
                                 progress=progress, work=work[model, length],
                                 stop=stop)
@@ -230,8 +218,7 @@ def print_table(config, summary):
   print('\nMean test accuracy by length (' f'{config.seeds} seeds):')
   print(record.table(rows, ['model'] + [f'L={L}' for L in config.lengths]
                      + ['critical']))
-  for c in summary['claims']:
-    print(f'- {c["verdict"].upper():>12s}: {c["claim"]} ({c["measured"]})')
+  sweep.print_claims(summary)
   if summary.get('wall_s'):
     print(f'Training wall time {summary["wall_s"]:.0f}s, of which compile '
           f'{summary["compile_s"]:.0f}s ({100 * summary["compile_share"]:.0f}%)')

@@ -18,8 +18,6 @@ keeps a vanishing one.
 """
 
 import dataclasses
-import functools
-import time
 
 import numpy as np
 
@@ -62,13 +60,9 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
       continue
     name = f'{model}_L{length:03d}'
     task = train_lib.memory_task(length, config.num_filler)
-    ensemble = train_lib.Ensemble(
-        functools.partial(models_lib.make_model, model,
-                          vocab_size=task.vocab_size, length=length,
-                          d_model=config.d_model, num_classes=2),
-        task, num_seeds=config.seeds, seed=config.seed,
-        batch_size=config.batch_size, learning_rate=config.learning_rate,
-        probe=probes.margin_sensitivity, probe_examples=64)
+    ensemble = sweep.ensemble(model, task, config,
+                              probe=probes.margin_sensitivity,
+                              probe_examples=64)
 
     def measure(params, phase, step):
       m = ensemble.measure(params, probes.margin_sensitivity,
@@ -190,8 +184,7 @@ def finish(config, run_dir, rows) -> dict:
   print('\nMargin sensitivity to position 0 (mean over seeds)')
   print(record.table(table, ['model', 'init x/step', 'init loglog'] + [
       f'trained L={L}' for L in lengths] + ['ratio']))
-  for c in summary['claims']:
-    print(f'- {c["verdict"].upper()}: {c["claim"]} ({c["measured"]})')
+  sweep.print_claims(summary)
   return summary
 
 

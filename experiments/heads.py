@@ -20,14 +20,11 @@ different heads, each head's ablation breaking its own half.
 """
 
 import dataclasses
-import functools
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from src import models as models_lib
 from src import record
 from src import sweep
 from src import tasks as tasks_lib
@@ -99,14 +96,9 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
   for num_heads, length in groups:
     name = f'heads{num_heads}_L{length:03d}'
     task = two_symbol_task(length, config.num_filler)
-    ensemble = train_lib.Ensemble(
-        functools.partial(models_lib.make_model, 'attention',
-                          vocab_size=task.vocab_size, length=length,
-                          d_model=config.d_model, num_classes=4,
-                          num_heads=num_heads, num_layers=1),
-        task, num_seeds=config.seeds, seed=config.seed,
-        batch_size=config.batch_size, learning_rate=config.learning_rate,
-        probe=head_roles, probe_examples=PROBE_EXAMPLES)
+    ensemble = sweep.ensemble('attention', task, config, num_heads=num_heads,
+                              num_layers=1, probe=head_roles,
+                              probe_examples=PROBE_EXAMPLES)
     if results.has(num_heads=num_heads, length=length):
       progress.update(work[num_heads, length], f'{name} done')
       continue
@@ -213,8 +205,7 @@ def finish(config, run_dir, rows, maps) -> dict:
         f'{v["seeds_specialised"]}/{len(v["per_seed"])}']
        for h, v in summary['num_heads'].items()],
       ['heads', 'accuracy', 'ci95', 'seeds split']))
-  for c in summary['claims']:
-    print(f'- {c["verdict"].upper()}: {c["claim"]} ({c["measured"]})')
+  sweep.print_claims(summary)
   return summary
 
 

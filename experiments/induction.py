@@ -19,13 +19,11 @@ weight on the position after the earlier trigger).
 """
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from src import models as models_lib
 from src import record
 from src import sweep
 from src import tasks as tasks_lib
@@ -70,7 +68,6 @@ def head_scores(model, tokens_BxL, labels_B):
   full maps of one string, for the figure."""
   logits, aux = model(tokens_BxL, all_positions=True)
   att = jnp.stack(aux['attention'])  # layers x B x H x L x L
-  L = tokens_BxL.shape[1]
   prev_token = jnp.diagonal(att, offset=-1, axis1=3, axis2=4).mean((1, 3))
   after_trigger_B = tasks_lib.trigger_position(tokens_BxL) + 1
   last_query = att[:, :, :, -1, :]  # layers x B x H x L
@@ -103,14 +100,8 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
       continue
     task = induction_task(length, config.vocab)
     probe = head_scores if model == 'attention' else accuracy_only
-    ensemble = train_lib.Ensemble(
-        functools.partial(models_lib.make_model, model,
-                          vocab_size=config.vocab, length=length,
-                          d_model=config.d_model, num_classes=config.vocab,
-                          num_heads=config.num_heads, num_layers=depth),
-        task, num_seeds=config.seeds, seed=config.seed,
-        batch_size=config.batch_size, learning_rate=config.learning_rate,
-        probe=probe, probe_examples=PROBE_EXAMPLES)
+    ensemble = sweep.ensemble(model, task, config, num_layers=depth,
+                              probe=probe, probe_examples=PROBE_EXAMPLES)
 
     def log_chunk(step, metrics, writer):
       if writer is None or model != 'attention':
@@ -208,8 +199,7 @@ def finish(config, run_dir, rows, head_rows, examples) -> dict:
     print(f'seed {role["seed"]}: previous-token {role["previous_token_head"]}'
           f' ({role["previous_token_score"]:.2f}), induction '
           f'{role["induction_head"]} ({role["induction_score"]:.2f})')
-  for c in summary['claims']:
-    print(f'- {c["verdict"].upper()}: {c["claim"]} ({c["measured"]})')
+  sweep.print_claims(summary)
   return summary
 
 

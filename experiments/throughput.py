@@ -17,15 +17,14 @@ cannot.
 """
 
 import dataclasses
-import functools
 import time
 
 import jax
-import numpy as np
 
 from src import costs
 from src import models as models_lib
 from src import record
+from src import sweep
 from src import train as train_lib
 from src.checkpoint import Preempted
 from src.config import Config
@@ -51,13 +50,8 @@ ENSEMBLE_SEEDS, ENSEMBLE_LENGTH = 8, 20
 
 def ensemble(model, config, length, num_seeds, min_local_seeds=2):
   task = train_lib.memory_task(length, config.num_filler)
-  return train_lib.Ensemble(
-      functools.partial(models_lib.make_model, model,
-                        vocab_size=task.vocab_size, length=length,
-                        d_model=config.d_model, num_classes=2),
-      task, num_seeds=num_seeds, seed=config.seed,
-      batch_size=config.batch_size, learning_rate=config.learning_rate,
-      min_local_seeds=min_local_seeds)
+  return sweep.ensemble(model, task, config, num_seeds=num_seeds,
+                        min_local_seeds=min_local_seeds)
 
 
 def time_training(ens, config):

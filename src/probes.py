@@ -56,14 +56,14 @@ def margin_sensitivity(model, tokens_BxL, labels_B):
   x_BxLxD = model.embed(tokens_BxL)
 
   def total_margin(e0_BxD):
-    logits_BxC, _ = model.classify(x_BxLxD.at[:, 0].set(e0_BxD))
-    return jnp.sum(logits_BxC[:, 0] - logits_BxC[:, 1])  # strings independent
+    logits_BxC, aux = model.classify(x_BxLxD.at[:, 0].set(e0_BxD))
+    # Strings are independent: the gradient of the sum is each one's own.
+    return jnp.sum(logits_BxC[:, 0] - logits_BxC[:, 1]), (logits_BxC, aux)
 
-  grad_BxD = jax.grad(total_margin)(x_BxLxD[:, 0])
-  out = {'sensitivity': jnp.linalg.norm(grad_BxD, axis=-1).mean()}
-  if hasattr(model, 'layers'):  # attention: the bridge's own coefficient
-    _, att_BxHxL = last_query_attention(model, tokens_BxL)
-    out['pos0_mass'] = att_BxHxL[:, :, 0].mean()
-  logits_BxC, _ = model.classify(x_BxLxD)
-  out['accuracy'] = (jnp.argmax(logits_BxC, -1) == labels_B).mean()
+  grad_BxD, (logits_BxC, aux) = jax.grad(total_margin, has_aux=True)(
+      x_BxLxD[:, 0])
+  out = {'sensitivity': jnp.linalg.norm(grad_BxD, axis=-1).mean(),
+         'accuracy': (jnp.argmax(logits_BxC, -1) == labels_B).mean()}
+  if 'attention' in aux:  # attention: the bridge's own coefficient
+    out['pos0_mass'] = aux['attention'][-1][:, :, -1, 0].mean()
   return out

@@ -6,6 +6,7 @@ it builds an `Ensemble` and calls `train_group`.
 """
 
 import dataclasses
+import functools
 import os
 import signal
 import time
@@ -15,6 +16,7 @@ import numpy as np
 
 from src import checkpoint as checkpoint_lib
 from src import distributed
+from src import models as models_lib
 from src import record
 from src import train as train_lib
 
@@ -27,6 +29,29 @@ class GroupRun:
   wall_s: float
   compile_s: float
   resumed_from: int
+
+
+def ensemble(model: str, task: train_lib.Task, config, *,
+             num_heads: int | None = None, num_layers: int | None = None,
+             num_seeds: int | None = None, **kwargs) -> train_lib.Ensemble:
+  """The ensemble of one group: `model` on `task` with the config's width,
+  seeds and optimiser; heads, layers and seeds may be set per group."""
+  factory = functools.partial(
+      models_lib.make_model, model, vocab_size=task.vocab_size,
+      length=task.length, d_model=config.d_model,
+      num_classes=task.num_classes,
+      num_heads=num_heads or config.num_heads,
+      num_layers=num_layers or config.num_layers)
+  return train_lib.Ensemble(
+      factory, task, num_seeds=num_seeds or config.seeds, seed=config.seed,
+      batch_size=config.batch_size, learning_rate=config.learning_rate,
+      **kwargs)
+
+
+def print_claims(summary: dict) -> None:
+  for c in summary['claims']:
+    where = f' (L={c["length"]})' if 'length' in c else ''
+    print(f'- {c["verdict"].upper()}{where}: {c["claim"]} ({c["measured"]})')
 
 
 def group_work(steps: int, length: int, model: str) -> float:

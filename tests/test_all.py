@@ -3,7 +3,6 @@
 import json
 import re
 
-import pytest
 
 from tests.helpers import read_csv, run_py
 

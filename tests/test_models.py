@@ -96,7 +96,6 @@ def test_head_mask_zeroes_a_head():
   x = jax.random.normal(jax.random.key(2), (2, 6, 32))
   y_full, _ = layer(x)
   y_ablate, _ = layer(x, head_mask=jnp.array([1.0, 0.0]))
-  wo = layer.out.kernel[...]
   # The second head's contribution is exactly what ablation removed.
   y_one, _ = layer(x, head_mask=jnp.array([0.0, 1.0]))
   np.testing.assert_allclose(y_full, y_ablate + y_one, atol=1e-5)

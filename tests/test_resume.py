@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,7 +63,6 @@ def test_sigkill_mid_group_resumes_to_identical_results(reference, tmp_path):
 
 def test_finished_run_is_not_redone(reference):
   before = (reference / 'run/results.csv').read_text()
-  start = time.time()
   proc = launch(reference)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert 'resuming' not in proc.stdout

@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 
-from tests.helpers import ROOT, read_csv, run_py
+from tests.helpers import ROOT, run_py
 from tests.test_resume import values
 
 FLAGS = ['--exp=distance', '--models=attention,lstm', '--lengths=4', '--seeds=3',

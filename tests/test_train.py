@@ -2,7 +2,6 @@ import functools
 
 import jax
 import numpy as np
-import pytest
 
 from src import models, train
 
