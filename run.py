@@ -19,6 +19,7 @@ from src import config as config_lib
 from src import rundir
 
 FLAGS = flags.FLAGS
+MAX_AUTO_CPU_DEVICES = 8  # past this, padding seeds outweigh the idle cores
 
 flags.DEFINE_string('exp', 'distance',
                     f'experiment to run: one of {", ".join(EXPERIMENTS)}')
@@ -35,6 +36,11 @@ flags.DEFINE_integer('num_processes', None, 'multi-host: number of processes')
 flags.DEFINE_integer('process_id', None, 'multi-host: this process, 0-based')
 flags.DEFINE_bool('distributed', False,
                   'multi-host on Cloud TPU: JAX finds the coordinator itself')
+flags.DEFINE_integer('cpu_devices', None,
+                     'on a CPU host, how many JAX devices to make of it (the '
+                     'seed axis is split over them, one program per core); '
+                     'default: $JAX_NUM_CPU_DEVICES, else one per core, at most '
+                     f'{MAX_AUTO_CPU_DEVICES}')
 flags.DEFINE_bool('quick', False,
                   "the experiment's CPU-fast variant: a first look in a "
                   'fraction of the time')
@@ -60,7 +66,7 @@ def fail(message: str) -> None:
 
 def passthrough() -> list[str]:
   """The flags the user gave that every part of --exp=all takes too."""
-  names = _FIELD_FLAGS + ('quick', 'compilation_cache_dir',
+  names = _FIELD_FLAGS + ('quick', 'compilation_cache_dir', 'cpu_devices',
                           'coordinator_address', 'num_processes',
                           'process_id', 'distributed', 'verbosity')
   out = []
@@ -87,6 +93,27 @@ def check_distributed_flags() -> None:
       raise config_lib.ConfigError(
           f'--process_id: expected 0..{FLAGS.num_processes - 1} with '
           f'--num_processes={FLAGS.num_processes} >= 1, got {FLAGS.process_id}')
+
+
+def cpu_devices() -> int:
+  """JAX devices to make of the host CPU: each runs its share of the seeds
+  on its own core. (Only the CPU backend; a TPU or GPU host's accelerators
+  are the devices there.)"""
+  if FLAGS.cpu_devices is not None:
+    if FLAGS.cpu_devices < 1:
+      raise config_lib.ConfigError(
+          f'--cpu_devices: expected an integer >= 1, got {FLAGS.cpu_devices}')
+    return FLAGS.cpu_devices
+  env = os.environ.get('JAX_NUM_CPU_DEVICES', '')
+  if env:
+    if not env.isdigit() or int(env) < 1:
+      raise config_lib.ConfigError(
+          f'--cpu_devices: $JAX_NUM_CPU_DEVICES must be an integer >= 1, '
+          f'got {env!r}')
+    return int(env)
+  cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') \
+      else os.cpu_count()
+  return max(1, min(cores or 1, MAX_AUTO_CPU_DEVICES))
 
 
 def main(argv):
@@ -118,12 +145,14 @@ def main(argv):
       rundir.check_writable('compilation_cache_dir',
                             Path(FLAGS.compilation_cache_dir))
     check_distributed_flags()
+    num_cpu_devices = cpu_devices()
   except config_lib.ConfigError as e:
     fail(str(e))
 
   import jax
   from src import checkpoint as checkpoint_lib
   from src import distributed
+  jax.config.update('jax_num_cpu_devices', num_cpu_devices)
   distributed.initialize(coordinator_address=FLAGS.coordinator_address,
                          num_processes=FLAGS.num_processes,
                          process_id=FLAGS.process_id, auto=FLAGS.distributed)

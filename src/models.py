@@ -18,6 +18,32 @@ MODELS = ('attention', 'lstm', 'gru', 'rnn')
 RECURRENT = ('lstm', 'gru', 'rnn')
 
 
+def softmax(x, axis=-1):
+  """`jax.nn.softmax`'s numbers, normalised by an explicit reciprocal.
+
+  XLA rewrites a division by a broadcast sum into a reciprocal multiply in
+  some programs and not in others (it did so for one device and not for
+  several), so the backward pass of `jax.nn.softmax` differed in the last bit
+  between 1-device and multi-device runs. Here the only division is of
+  unbroadcast sums, in both passes.
+  """
+  e = jnp.exp(x - jax.lax.stop_gradient(x.max(axis, keepdims=True)))
+  return e * (1 / e.sum(axis, keepdims=True))
+
+
+# Training asks for no weights: on an accelerator the layer then goes through
+# `jax.nn.dot_product_attention` (a fused kernel where the platform has one).
+# On a CPU the einsum path is as fast and its numbers do not depend on the
+# device count (see `softmax`). None: decide by backend; True/False: force.
+FUSED_ATTENTION: bool | None = None
+
+
+def use_fused_attention() -> bool:
+  if FUSED_ATTENTION is not None:
+    return FUSED_ATTENTION
+  return jax.default_backend() != 'cpu'
+
+
 class CausalSelfAttention(nnx.Module):
   """Multi-head causal self-attention: every query against every earlier key.
 
@@ -36,10 +62,13 @@ class CausalSelfAttention(nnx.Module):
     self.query, self.key, self.value, self.out = (linear(), linear(), linear(),
                                                   linear())
 
-  def __call__(self, x_BxLxD, query_positions=None, head_mask=None):
+  def __call__(self, x_BxLxD, query_positions=None, head_mask=None,
+               weights=True):
     """Returns (y_BxQxD, att_BxHxQxL); y excludes the residual.
 
     head_mask: optional H-vector multiplying each head's output (ablations).
+    weights=False lets the layer skip the weights (att is then None) and use
+    `jax.nn.dot_product_attention` (see FUSED_ATTENTION).
     """
     B, L, D = x_BxLxD.shape
     H = self.num_heads
@@ -50,12 +79,18 @@ class CausalSelfAttention(nnx.Module):
     q_BxQxHxK = self.query(x_q).reshape(B, -1, H, K)
     k_BxLxHxK = self.key(x_BxLxD).reshape(B, L, H, K)
     v_BxLxHxK = self.value(x_BxLxD).reshape(B, L, H, K)
+    causal_QxL = jnp.arange(L)[None, :] <= q_pos[:, None]
+    if not weights and use_fused_attention():
+      mixed_BxQxHxK = jax.nn.dot_product_attention(
+          q_BxQxHxK, k_BxLxHxK, v_BxLxHxK, mask=causal_QxL[None, None])
+      if head_mask is not None:
+        mixed_BxQxHxK = mixed_BxQxHxK * head_mask[:, None]
+      return self.out(mixed_BxQxHxK.reshape(B, -1, D)), None
     scores_BxHxQxL = jnp.einsum('bqhk,blhk->bhql', q_BxQxHxK, k_BxLxHxK)
     scores_BxHxQxL = scores_BxHxQxL / math.sqrt(K)
-    causal_QxL = jnp.arange(L)[None, :] <= q_pos[:, None]
     scores_BxHxQxL = jnp.where(causal_QxL, scores_BxHxQxL,
                                jnp.finfo(scores_BxHxQxL.dtype).min)
-    att_BxHxQxL = jax.nn.softmax(scores_BxHxQxL, axis=-1)
+    att_BxHxQxL = softmax(scores_BxHxQxL)
     mixed_BxQxHxK = jnp.einsum('bhql,blhk->bqhk', att_BxHxQxL, v_BxLxHxK)
     if head_mask is not None:
       mixed_BxQxHxK = mixed_BxQxHxK * head_mask[:, None]
@@ -83,10 +118,11 @@ class AttentionClassifier(nnx.Module):
     return self.token_embed(tokens_BxL) + self.position_embed(jnp.arange(L))
 
   def classify(self, x_BxLxD, *, all_positions=False, head_masks=None,
-               per_position=False):
+               per_position=False, weights=True):
     """all_positions=False computes only the read-out query in the last layer
     (exact: tests check it against the full layer). per_position=True
-    returns logits_BxLxC at every position, as a sequence model uses it."""
+    returns logits_BxLxC at every position, as a sequence model uses it.
+    weights=False: no attention weights in aux (training)."""
     all_positions = all_positions or per_position
     L = x_BxLxD.shape[1]
     attention = []
@@ -94,7 +130,8 @@ class AttentionClassifier(nnx.Module):
       last = i == len(self.layers) - 1
       q_pos = None if (all_positions or not last) else (L - 1,)
       mask = None if head_masks is None else head_masks[i]
-      y, att = layer(x_BxLxD, query_positions=q_pos, head_mask=mask)
+      y, att = layer(x_BxLxD, query_positions=q_pos, head_mask=mask,
+                     weights=weights)
       x_BxLxD = (x_BxLxD if q_pos is None else x_BxLxD[:, q_pos]) + y
       attention.append(att)
     if per_position:

@@ -2,10 +2,20 @@
 
 Shape legend: B batch, L sequence length.
 
+The strings are drawn from a counter-based hash of the key's two words and
+each element's index (`lowbias32`, a bijective 32-bit mixer), not from
+`jax.random`: the same determinism (every string is a function of seed,
+stream, step and position), one fused elementwise op, and it compiles in
+about 0.3 s where threefry's five calls took 1.4 s in every program that draws
+data: a third of each group's compile time on a CPU. Parameters are still
+initialised with `jax.random`.
+
 The memory task (the lesson's panel): position 0 holds `A` or `B`, positions
 1..L-2 hold neutral filler drawn at random, position L-1 holds the query
 marker, and the label is the first symbol (0 for `A`, 1 for `B`).
 """
+
+import math
 
 import jax
 import jax.numpy as jnp
@@ -16,6 +26,46 @@ MIN_LENGTH = 3  # first symbol, at least one filler, query
 
 # Independent data streams drawn from one seed's data key.
 TRAIN_STREAM, EVAL_STREAM, PROBE_STREAM = 0, 1, 2
+
+
+def _mix(x):
+  """lowbias32 (C. Wellons): a bijection on uint32 with strong avalanche."""
+  x = x ^ (x >> 16)
+  x = x * jnp.uint32(0x7FEB352D)
+  x = x ^ (x >> 15)
+  x = x * jnp.uint32(0x846CA68B)
+  return x ^ (x >> 16)
+
+
+def fold_in(key: jax.Array, n) -> jax.Array:
+  """A new key for each integer `n` (like `jax.random.fold_in`)."""
+  w = jax.random.key_data(key)
+  n = jnp.asarray(n).astype(jnp.uint32)
+  a = _mix(w[..., 0] ^ _mix(n + jnp.uint32(0x9E3779B9)))
+  b = _mix(w[..., 1] + a)
+  return jax.random.wrap_key_data(jnp.stack([a, b], -1))
+
+
+def split(key: jax.Array, num: int) -> list[jax.Array]:
+  return [fold_in(key, 0x51ED0000 + i) for i in range(num)]
+
+
+def random_bits(key: jax.Array, shape) -> jax.Array:
+  """uint32 words, one per element, each a hash of the key and its index."""
+  w = jax.random.key_data(key)
+  index = jnp.arange(math.prod(shape), dtype=jnp.uint32).reshape(shape)
+  return _mix(_mix(index ^ w[..., 0]) + w[..., 1])
+
+
+def randint(key: jax.Array, shape, low: int, high):
+  """Integers in [low, high) (bias below (high - low) / 2**32)."""
+  span = (jnp.asarray(high) - low).astype(jnp.uint32)
+  return (low + random_bits(key, shape) % span).astype(jnp.int32)
+
+
+def coin(key: jax.Array, shape) -> jax.Array:
+  """0 or 1 with probability 1/2 each (the top bit)."""
+  return (random_bits(key, shape) >> 31).astype(jnp.int32)
 
 
 def vocab_size(num_filler: int) -> int:
@@ -33,12 +83,10 @@ def memory_batch(key: jax.Array, batch_size: int, length: int,
                  num_filler: int) -> tuple[jax.Array, jax.Array]:
   """Returns (tokens_BxL int32, first_symbol_B int32 in {0: A, 1: B})."""
   check_length(length)
-  key_symbol, key_filler = jax.random.split(key)
-  first_symbol = jax.random.bernoulli(key_symbol, 0.5, (batch_size,))
-  first_symbol = first_symbol.astype(jnp.int32)
-  filler = jax.random.randint(key_filler, (batch_size, length - 2),
-                              FIRST_FILLER, FIRST_FILLER + num_filler,
-                              dtype=jnp.int32)
+  key_symbol, key_filler = split(key, 2)
+  first_symbol = coin(key_symbol, (batch_size,))
+  filler = randint(key_filler, (batch_size, length - 2), FIRST_FILLER,
+                   FIRST_FILLER + num_filler)
   query = jnp.full((batch_size, 1), QUERY, jnp.int32)
   tokens = jnp.concatenate([first_symbol[:, None], filler, query], axis=1)
   return tokens, first_symbol
@@ -46,12 +94,12 @@ def memory_batch(key: jax.Array, batch_size: int, length: int,
 
 def stream_key(data_key: jax.Array, stream: int) -> jax.Array:
   """Key of one data stream; training folds the step in on top of it."""
-  return jax.random.fold_in(data_key, stream)
+  return fold_in(data_key, stream)
 
 
 def train_key(data_key: jax.Array, step) -> jax.Array:
   """Training strings at `step`: a resumed run draws exactly the same ones."""
-  return jax.random.fold_in(stream_key(data_key, TRAIN_STREAM), step)
+  return fold_in(stream_key(data_key, TRAIN_STREAM), step)
 
 
 # -- two relations at once (heads) ---------------------------------------------
@@ -74,12 +122,12 @@ def two_symbol_batch(key, batch_size: int, length: int, num_filler: int):
   """
   if length < 4:
     raise ValueError(f'two-symbol task length must be >= 4, got {length}')
-  k_first, k_second, k_pos, k_fill = jax.random.split(key, 4)
-  first = jax.random.bernoulli(k_first, 0.5, (batch_size,)).astype(jnp.int32)
-  second = jax.random.bernoulli(k_second, 0.5, (batch_size,)).astype(jnp.int32)
-  pos = jax.random.randint(k_pos, (batch_size,), 1, length - 1)
+  k_first, k_second, k_pos, k_fill = split(key, 4)
+  first = coin(k_first, (batch_size,))
+  second = coin(k_second, (batch_size,))
+  pos = randint(k_pos, (batch_size,), 1, length - 1)
   # Filler draws from the neutral symbols and the two decoys A and B.
-  draw = jax.random.randint(k_fill, (batch_size, length), 0, num_filler + 2)
+  draw = randint(k_fill, (batch_size, length), 0, num_filler + 2)
   filler = jnp.where(draw < 2, draw, FIRST_PAIR_FILLER + draw - 2)
   positions = jnp.arange(length)[None, :]
   tokens = jnp.where(positions == pos[:, None], C + second[:, None], filler)
@@ -101,10 +149,10 @@ def induction_batch(key, batch_size: int, length: int, vocab: int):
   """
   if length < 4:
     raise ValueError(f'induction task length must be >= 4, got {length}')
-  k_trigger, k_pos, k_rest = jax.random.split(key, 3)
-  trigger = jax.random.randint(k_trigger, (batch_size, 1), 0, vocab)
-  pos = jax.random.randint(k_pos, (batch_size, 1), 0, length - 2)
-  rest = jax.random.randint(k_rest, (batch_size, length), 0, vocab - 1)
+  k_trigger, k_pos, k_rest = split(key, 3)
+  trigger = randint(k_trigger, (batch_size, 1), 0, vocab)
+  pos = randint(k_pos, (batch_size, 1), 0, length - 2)
+  rest = randint(k_rest, (batch_size, length), 0, vocab - 1)
   rest = rest + (rest >= trigger)  # every other token differs from the trigger
   positions = jnp.arange(length)[None, :]
   tokens = jnp.where((positions == pos) | (positions == length - 1), trigger,

@@ -71,6 +71,33 @@ def memory_task(length: int, num_filler: int) -> Task:
       lambda key, n: tasks_lib.memory_batch(key, n, length, num_filler))
 
 
+def adam(learning_rate: float, b1: float = 0.9, b2: float = 0.999,
+         eps: float = 1e-8) -> optax.GradientTransformation:
+  """Adam as `optax.adam` computes it, with the bias corrections applied as
+  explicit reciprocals. optax divides by a per-seed scalar, and XLA rewrites
+  that division into a reciprocal multiply in some programs (one device) but
+  not in others (several), which made 1-device and 4-device runs differ in the
+  last bit. Tests check it against `optax.adam`."""
+  def init(params):
+    zeros = lambda: jax.tree.map(jnp.zeros_like, params)
+    return optax.ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=zeros(),
+                                  nu=zeros())
+
+  def update(grads, state, params=None):
+    del params
+    count = optax.safe_int32_increment(state.count)
+    mu = jax.tree.map(lambda m, g: (1 - b1) * g + b1 * m, state.mu, grads)
+    nu = jax.tree.map(lambda v, g: (1 - b2) * (g * g) + b2 * v, state.nu, grads)
+    t = count.astype(jnp.float32)
+    inv1, inv2 = 1 / (1 - b1**t), 1 / (1 - b2**t)
+    updates = jax.tree.map(
+        lambda m, v: -learning_rate * ((m * inv1) / (jnp.sqrt(v * inv2) + eps)),
+        mu, nu)
+    return updates, optax.ScaleByAdamState(count=count, mu=mu, nu=nu)
+
+  return optax.GradientTransformation(init, update)
+
+
 def cross_entropy(logits_BxC, labels_B):
   loss = optax.softmax_cross_entropy_with_integer_labels(logits_BxC, labels_B)
   accuracy = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
@@ -100,7 +127,7 @@ class Ensemble:
     self.graphdef, abstract_params = nnx.split(
         nnx.eval_shape(lambda: model_fn(rngs=nnx.Rngs(0))))
     self.num_params = sum(x.size for x in jax.tree.leaves(abstract_params))
-    self.tx = optax.adam(learning_rate)
+    self.tx = adam(learning_rate)
     self.model_fn = model_fn
     init_keys, data_keys = seed_keys(seed, self.padded)
     self._init_keys = init_keys
@@ -128,7 +155,7 @@ class Ensemble:
             tasks_lib.train_key(data_key, step_index), self.batch_size)
 
         def loss_fn(params):
-          logits, _ = self.model(params)(tokens_BxL)
+          logits, _ = self.model(params)(tokens_BxL, weights=False)
           return cross_entropy(logits, labels_B)
 
         (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
@@ -159,7 +186,7 @@ class Ensemble:
 
   @staticmethod
   def _loss_and_accuracy(model, tokens_BxL, labels_B):
-    logits, _ = model(tokens_BxL)
+    logits, _ = model(tokens_BxL, weights=False)
     loss, acc = cross_entropy(logits, labels_B)
     return {'loss': loss, 'accuracy': acc}
 

@@ -100,3 +100,25 @@ def test_head_mask_zeroes_a_head():
   y_one, _ = layer(x, head_mask=jnp.array([0.0, 1.0]))
   np.testing.assert_allclose(y_full, y_ablate + y_one, atol=1e-5)
   assert not np.allclose(y_full, y_ablate)
+
+
+@pytest.mark.parametrize('num_layers,num_heads', [(1, 1), (2, 2)])
+def test_fused_attention_path_matches_einsum(monkeypatch, num_layers,
+                                             num_heads):
+  """Training's path through `jax.nn.dot_product_attention` (taken on
+  accelerators) gives the einsum path's logits, last-query shortcut,
+  all positions and head masks included."""
+  model = make('attention', num_layers=num_layers, num_heads=num_heads)
+  x = model.embed(tokens(length=20))
+  masks = [jnp.array([1.0, 0.0])[:num_heads]] * num_layers
+  for kwargs in ({}, {'all_positions': True}, {'head_masks': masks}):
+    einsum, aux = model.classify(x, **kwargs)
+    assert aux['attention'][0] is not None
+    monkeypatch.setattr(models, 'FUSED_ATTENTION', True)
+    fused, aux = model.classify(x, weights=False, **kwargs)
+    monkeypatch.setattr(models, 'FUSED_ATTENTION', None)
+    assert aux['attention'][0] is None
+    np.testing.assert_allclose(fused, einsum, atol=1e-5)
+  monkeypatch.setattr(models, 'FUSED_ATTENTION', False)
+  einsum_again, _ = model.classify(x, weights=False)
+  np.testing.assert_array_equal(einsum_again, model.classify(x)[0])

@@ -1,12 +1,14 @@
-"""Seeds sharded over devices and processes give the same results.
+"""Seeds sharded over devices and processes give the same results, bit for
+bit: 1 device, 4 devices, 2 processes of 2 devices.
 
-Bitwise identity holds for the same device count (reruns, resumes: see
-test_resume.py) and across processes. Across device counts XLA:CPU compiles
-the partitioned program with different fusions, so the floats agree to
-float32 rounding, not to the bit; everything else is identical.
+(Two divisions used to differ in the last bit between 1-device and
+multi-device programs, Adam's bias correction and softmax's backward pass:
+XLA rewrote them into reciprocal multiplies in one and not the other. Both
+now multiply by explicit reciprocals. The GRU, not tested here, still
+differs in the last bit: XLA:CPU picks its weight-gradient dot kernel by the
+number of seeds per device.)
 """
 
-import math
 import socket
 import subprocess
 import sys
@@ -28,22 +30,10 @@ def single_process(tmp_path, devices):
   return values(tmp_path / f'd{devices}/results.csv')
 
 
-def assert_same_up_to_rounding(a, b):
-  assert len(a) == len(b)
-  for x, y in zip(a, b):
-    assert x.keys() == y.keys()
-    for k in x:
-      if k in ('loss',):
-        assert math.isclose(float(x[k]), float(y[k]), rel_tol=1e-4,
-                            abs_tol=1e-7), (k, x, y)
-      else:
-        assert x[k] == y[k], (k, x, y)
-
-
 def test_four_devices_equal_one(tmp_path):
   four = single_process(tmp_path, 4)
   assert len(four) == 2 * 3  # the padding seeds are dropped
-  assert_same_up_to_rounding(four, single_process(tmp_path, 1))
+  assert four == single_process(tmp_path, 1)
 
 
 def free_port():

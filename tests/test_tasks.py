@@ -89,3 +89,30 @@ def test_induction_task():
   np.testing.assert_array_equal(p, tasks.trigger_position(tokens))
   assert tokens.min() >= 0 and tokens.max() < V
   assert len(np.unique(labels)) == V
+
+
+def test_hash_generator_is_uniform_and_independent():
+  """Chi-square checks of the counter hash that draws every string: symbol
+  counts, pairs of neighbouring positions, the same position at consecutive
+  steps, and neighbouring seeds' keys. Critical values at p = 1e-4, so a
+  sound generator fails this about once in ten thousand runs."""
+  n, k = 200_000, 8
+  key = tasks.stream_key(jax.random.key(5), tasks.TRAIN_STREAM)
+
+  def chi2(counts):
+    counts = np.asarray(counts, float).ravel()
+    expected = counts.sum() / counts.size
+    return ((counts - expected) ** 2 / expected).sum()
+
+  x = np.asarray(tasks.randint(key, (n,), 0, k))
+  assert chi2(np.bincount(x, minlength=k)) < 33.1  # 7 dof
+  pairs = np.bincount(x[:-1] * k + x[1:], minlength=k * k)
+  assert chi2(pairs) < 103.4  # 63 dof
+  a = np.asarray(tasks.randint(tasks.fold_in(key, 41), (n,), 0, k))
+  b = np.asarray(tasks.randint(tasks.fold_in(key, 42), (n,), 0, k))
+  assert chi2(np.bincount(a * k + b, minlength=k * k)) < 103.4
+  seeds = jax.random.wrap_key_data(np.array([[0, 7], [0, 8]], np.uint32))
+  c = np.asarray(jax.vmap(lambda s: tasks.randint(s, (n,), 0, k))(seeds))
+  assert chi2(np.bincount(c[0] * k + c[1], minlength=k * k)) < 103.4
+  bits = np.asarray(tasks.coin(key, (n,)))
+  assert abs(bits.mean() - 0.5) < 4.5 * 0.5 / np.sqrt(n)

@@ -66,3 +66,22 @@ def test_divergence_is_flagged_not_fatal():
   assert ens.unpad(state['diverged']).all()
   test = ens.evaluate(state['params'], num_examples=64)
   assert test['accuracy'].shape == (2,)  # measured, whatever it is
+
+
+def test_adam_matches_optax():
+  """The trainer's Adam (explicit reciprocals) follows optax.adam."""
+  import jax.numpy as jnp
+  import optax
+  params = {'w': jnp.linspace(-1, 1, 12).reshape(3, 4), 'b': jnp.ones(4)}
+  loss = lambda p: jnp.sum(jnp.sin(3 * p['w']) * p['b']) + jnp.sum(p['b']**4)
+  trajectories = []
+  for tx in (train.adam(0.01), optax.adam(0.01)):
+    p, state = params, tx.init(params)
+    for _ in range(50):
+      updates, state = tx.update(jax.grad(loss)(p), state, p)
+      p = optax.apply_updates(p, updates)
+    trajectories.append(p)
+  ours, theirs = trajectories
+  for k in params:
+    np.testing.assert_allclose(ours[k], theirs[k], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(ours[k], params[k])  # it moved
