@@ -204,10 +204,10 @@ class Progress:
     self._last_print = now
     frac = self.done / self.total
     elapsed = now - self.start
-    eta = elapsed / frac * (1 - frac) if frac > 0 else math.nan
+    eta = f'{elapsed / frac * (1 - frac):4.0f}s' if frac > 0 else '   ?'
     bar = '#' * int(20 * frac) + '.' * (20 - int(20 * frac))
     line = (f'[{bar}] {100 * frac:5.1f}%  {text}  '
-            f'elapsed {elapsed:4.0f}s  eta {eta:4.0f}s')
+            f'elapsed {elapsed:4.0f}s  eta {eta}')
     if self.tty:
       self.stream.write('\r' + line[:150].ljust(150))
     else:

@@ -28,8 +28,12 @@ from src.checkpoint import Preempted
 SEED_AXIS = 'seeds'
 
 
-def seed_mesh() -> jax.sharding.Mesh:
-  """A 1-D mesh over every device of every process: the seed axis."""
+def seed_mesh(devices=None) -> jax.sharding.Mesh:
+  """A 1-D mesh, the seed axis: over every device of every process, or over
+  `devices`."""
+  if devices is not None:
+    return jax.sharding.Mesh(np.array(devices), (SEED_AXIS,),
+                             axis_types=(jax.sharding.AxisType.Auto,))
   return jax.make_mesh((jax.device_count(),), (SEED_AXIS,),
                        axis_types=(jax.sharding.AxisType.Auto,))
 
