@@ -95,22 +95,18 @@ def check_distributed_flags() -> None:
           f'--num_processes={FLAGS.num_processes} >= 1, got {FLAGS.process_id}')
 
 
-def cpu_devices() -> int:
+def cpu_devices() -> int | None:
   """JAX devices to make of the host CPU: each runs its share of the seeds
   on its own core. (Only the CPU backend; a TPU or GPU host's accelerators
-  are the devices there.)"""
+  are the devices there.) None: $JAX_NUM_CPU_DEVICES decides (JAX reads it).
+  """
   if FLAGS.cpu_devices is not None:
     if FLAGS.cpu_devices < 1:
       raise config_lib.ConfigError(
           f'--cpu_devices: expected an integer >= 1, got {FLAGS.cpu_devices}')
     return FLAGS.cpu_devices
-  env = os.environ.get('JAX_NUM_CPU_DEVICES', '')
-  if env:
-    if not env.isdigit() or int(env) < 1:
-      raise config_lib.ConfigError(
-          f'--cpu_devices: $JAX_NUM_CPU_DEVICES must be an integer >= 1, '
-          f'got {env!r}')
-    return int(env)
+  if os.environ.get('JAX_NUM_CPU_DEVICES'):
+    return None
   cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') \
       else os.cpu_count()
   return max(1, min(cores or 1, MAX_AUTO_CPU_DEVICES))
@@ -152,7 +148,8 @@ def main(argv):
   import jax
   from src import checkpoint as checkpoint_lib
   from src import distributed
-  jax.config.update('jax_num_cpu_devices', num_cpu_devices)
+  if num_cpu_devices is not None:
+    jax.config.update('jax_num_cpu_devices', num_cpu_devices)
   distributed.initialize(coordinator_address=FLAGS.coordinator_address,
                          num_processes=FLAGS.num_processes,
                          process_id=FLAGS.process_id, auto=FLAGS.distributed)

@@ -21,6 +21,7 @@ CASES = [
     (['--learning_rate=fast'], '--learning_rate', 'finite number > 0'),
     (['--num_heads=3'], '--num_heads', 'must divide --d_model=32'),
     (['--lengths=100000', '--eval_examples=100000'], '--lengths', 'GiB'),
+    (['--cpu_devices=0'], '--cpu_devices', 'integer >= 1'),
     (['extra_positional'], 'unexpected arguments', 'flags look like'),
 ]
 
