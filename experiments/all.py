@@ -1,7 +1,7 @@
 """The whole lesson in one command: every experiment, then REPORT.md.
 
-Command: `python run.py --exp=all` (about 23 minutes on a 2-core CPU), or
-`python run.py --exp=all --quick` for a first look (about 6 minutes).
+Command: `python run.py --exp=all` (about 13 minutes on a 2-core CPU), or
+`python run.py --exp=all --quick` for a first look (about 2.5 minutes).
 Runs distance, attention, gradient, cost, heads, induction and budget, each
 as its own `run.py` process in a sub-workdir (`<workdir>/<name>`, checkpoints
 in `<checkpoint_dir>/<name>`), so each resumes as usual; then reads their

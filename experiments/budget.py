@@ -1,6 +1,6 @@
 """Wall or budget? The critical distance of each model against training steps.
 
-Command: `python run.py --exp=budget` (about 8.5 minutes on a 2-core CPU).
+Command: `python run.py --exp=budget` (about 4 minutes on a 2-core CPU).
 Trains every model at lengths 10 to 100, four seeds, and tests each on 2,048
 fresh strings after 250, 1,000 and 4,000 Adam steps. The learning rate has no
 schedule, so the model tested after 250 steps of a 4,000-step run is exactly
