@@ -83,15 +83,14 @@ class CausalSelfAttention(nnx.Module):
     if not weights and use_fused_attention():
       mixed_BxQxHxK = jax.nn.dot_product_attention(
           q_BxQxHxK, k_BxLxHxK, v_BxLxHxK, mask=causal_QxL[None, None])
-      if head_mask is not None:
-        mixed_BxQxHxK = mixed_BxQxHxK * head_mask[:, None]
-      return self.out(mixed_BxQxHxK.reshape(B, -1, D)), None
-    scores_BxHxQxL = jnp.einsum('bqhk,blhk->bhql', q_BxQxHxK, k_BxLxHxK)
-    scores_BxHxQxL = scores_BxHxQxL / math.sqrt(K)
-    scores_BxHxQxL = jnp.where(causal_QxL, scores_BxHxQxL,
-                               jnp.finfo(scores_BxHxQxL.dtype).min)
-    att_BxHxQxL = softmax(scores_BxHxQxL)
-    mixed_BxQxHxK = jnp.einsum('bhql,blhk->bqhk', att_BxHxQxL, v_BxLxHxK)
+      att_BxHxQxL = None
+    else:
+      scores_BxHxQxL = jnp.einsum('bqhk,blhk->bhql', q_BxQxHxK, k_BxLxHxK)
+      scores_BxHxQxL = scores_BxHxQxL / math.sqrt(K)
+      scores_BxHxQxL = jnp.where(causal_QxL, scores_BxHxQxL,
+                                 jnp.finfo(scores_BxHxQxL.dtype).min)
+      att_BxHxQxL = softmax(scores_BxHxQxL)
+      mixed_BxQxHxK = jnp.einsum('bhql,blhk->bqhk', att_BxHxQxL, v_BxLxHxK)
     if head_mask is not None:
       mixed_BxQxHxK = mixed_BxQxHxK * head_mask[:, None]
     y_BxQxD = self.out(mixed_BxQxHxK.reshape(B, -1, D))
