@@ -95,7 +95,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
                                   config.steps)
         trained.writer.add_scalar(f'test/accuracy/{cls}',
                                   final['accuracy'][:, c].mean(), config.steps)
-      trained.writer.close()
+    trained.close(config.steps)
     results.append(rows)
     finals[length] = _final_measurements(ensemble, config, run_dir, name,
                                          trained.state['params'])

@@ -68,10 +68,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
                                num_examples=config.eval_examples)
       diverged = ensemble.unpad(trained.state['diverged'])
       wall_s = trained.wall_s + time.perf_counter() - start
-      if trained.writer is not None:
-        trained.writer.add_scalar('test/accuracy', test['accuracy'].mean(),
-                                  budget)
-        trained.writer.close()
+      trained.close(budget, test['accuracy'])
       results.append([dict(model=model, steps=budget, length=length, seed=s,
                            accuracy=test['accuracy'][s], loss=test['loss'][s],
                            diverged=diverged[s], wall_s=wall_s)

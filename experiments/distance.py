@@ -74,7 +74,6 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
                  compile_s=ensemble.compile_s) for s in range(config.seeds)]
     mean, lo, hi = record.mean_ci95(test['accuracy'])
     if trained.writer is not None:
-      trained.writer.add_scalar('test/accuracy', mean, config.steps)
       record.write_hparams(
           trained.writer,
           {'model': model, 'length': length, 'd_model': config.d_model,
@@ -83,7 +82,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
            'num_params': ensemble.num_params},
           {'hparam/test_accuracy': mean,
            'hparam/solved_fraction': float(np.mean(test['accuracy'] >= SOLVED))})
-      trained.writer.close()
+    trained.close(config.steps, test['accuracy'])
     results.append(rows)
     progress.say(
         f'{model:>9s} L={length:<4d} acc {mean:.3f} [{lo:.3f}, {hi:.3f}]  '

@@ -91,7 +91,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
     if trained.writer is not None:
       init = np.mean([r['sensitivity'] for r in init_rows])
       trained.writer.add_scalar('bridge/sensitivity_at_init', init, 0)
-      trained.writer.close()
+    trained.close(config.steps)
     results.append(init_rows + trained_rows)
     progress.say(
         f'{model:>9s} L={length:<3d} sensitivity init '

@@ -123,10 +123,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
                                 on_chunk=log_chunk)
     final = ensemble.measure(trained.state['params'], head_roles,
                              num_examples=config.eval_examples)
-    if trained.writer is not None:
-      trained.writer.add_scalar('test/accuracy', final['accuracy'].mean(),
-                                config.steps)
-      trained.writer.close()
+    trained.close(config.steps, final['accuracy'])
     rows = [dict(num_heads=num_heads, length=length, seed=s, head=h,
                  mass_first=final['mass_first'][s, h],
                  mass_second=final['mass_second'][s, h],

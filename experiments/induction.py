@@ -121,10 +121,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
                                 on_chunk=log_chunk)
     final = ensemble.measure(trained.state['params'], probe,
                              num_examples=config.eval_examples)
-    if trained.writer is not None:
-      trained.writer.add_scalar('test/accuracy', final['accuracy'].mean(),
-                                config.steps)
-      trained.writer.close()
+    trained.close(config.steps, final['accuracy'])
     if model == 'attention':
       head_rows.append([
           dict(num_layers=depth, length=length, seed=s, layer=layer,

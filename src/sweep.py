@@ -30,6 +30,16 @@ class GroupRun:
   compile_s: float
   resumed_from: int
 
+  def close(self, step: int, test_accuracy=None) -> None:
+    """Logs the seeds' mean test accuracy at `step`, if given, and closes the
+    group's TensorBoard writer (nothing to do on other processes)."""
+    if self.writer is None:
+      return
+    if test_accuracy is not None:
+      self.writer.add_scalar('test/accuracy', float(np.mean(test_accuracy)),
+                             step)
+    self.writer.close()
+
 
 def ensemble(model: str, task: train_lib.Task, config, *,
              num_heads: int | None = None, num_layers: int | None = None,

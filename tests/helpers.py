@@ -1,6 +1,7 @@
 """Shared by the end-to-end tests: run `run.py` as a user would."""
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,17 @@ def run_py(*args, env=None, timeout=300, **kwargs):
   return subprocess.run([sys.executable, str(ROOT / 'run.py'), *args],
                         capture_output=True, text=True, cwd=ROOT,
                         env=full_env, timeout=timeout, **kwargs)
+
+
+def run_ok(root, exp, *args):
+  """`run.py --exp=EXP ARGS` into root/run (checkpoints root/ckpt), which
+  must succeed; returns (run folder, results.csv rows, summary.json)."""
+  proc = run_py(f'--exp={exp}', f'--workdir={root}/run',
+                f'--checkpoint_dir={root}/ckpt', *args)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  run = Path(root) / 'run'
+  return (run, read_csv(run / 'results.csv'),
+          json.loads((run / 'summary.json').read_text()))
 
 
 def read_csv(path):

@@ -1,13 +1,12 @@
 """`--exp=cost`: FLOP counts against the formula, scaling, end to end."""
 
 import dataclasses
-import json
 
 import pytest
 
 from experiments import cost
 from src import costs
-from tests.helpers import read_csv, run_py
+from tests.helpers import run_ok, run_py
 
 CONFIG = dataclasses.replace(cost.DEFAULTS, batch_size=1)
 
@@ -40,18 +39,15 @@ def test_doubling_the_length(model, ratio):
 
 
 def test_end_to_end(tmp_path):
-  proc = run_py('--exp=cost', f'--workdir={tmp_path}/run',
-                f'--checkpoint_dir={tmp_path}/ckpt',
-                '--models=attention,attention_last,lstm', '--lengths=64,256,1024')
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  rows = read_csv(tmp_path / 'run/results.csv')
+  _, rows, summary = run_ok(tmp_path, 'cost',
+                           '--models=attention,attention_last,lstm',
+                           '--lengths=64,256,1024')
   assert list(rows[0]) == cost.COLUMNS
   assert len(rows) == 3 * 3 * 2
   for r in rows:
     assert float(r['flops']) > 0 and float(r['wall_s']) > 0
     assert int(r['depth']) == (1 if r['model'].startswith('attention')
                                else int(r['length']))
-  summary = json.loads((tmp_path / 'run/summary.json').read_text())
   assert summary['models']['attention']['train']['flops_exponent'] > 1.5
   assert summary['models']['lstm']['train']['flops_exponent'] < 1.2
   assert (tmp_path / 'run/cost.png').exists()
@@ -66,19 +62,15 @@ def test_grid_too_large_is_refused(tmp_path):
 
 
 def test_throughput_end_to_end(tmp_path):
-  proc = run_py('--exp=throughput', f'--workdir={tmp_path}/run',
-                f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention,rnn',
-                '--lengths=8', '--seeds=2', '--steps=10', '--chunk_steps=10',
-                '--batch_size=8')
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  rows = read_csv(tmp_path / 'run/results.csv')
+  _, rows, summary = run_ok(tmp_path, 'throughput', '--models=attention,rnn',
+                           '--lengths=8', '--seeds=2', '--steps=10',
+                           '--chunk_steps=10', '--batch_size=8')
   assert list(rows[0])[:6] == ['model', 'length', 'seeds', 'batch_size',
                                'steps_per_s', 'seqs_per_s']
   for r in rows:
     assert float(r['seqs_per_s']) > 0 and float(r['flops_per_s']) > 0
     assert 0 < float(r['peak_fraction']) < 1.5
     assert float(r['compile_s']) >= 0
-  summary = json.loads((tmp_path / 'run/summary.json').read_text())
   assert summary['matmul_flops_per_s'] > 1e8
   assert summary['ensemble_speedup'] > 0 and 0 < summary['compile_share'] < 1
   assert (tmp_path / 'run/throughput.png').exists()

@@ -1,6 +1,5 @@
 """`--exp=gradient`: the sensitivity itself, and the experiment end to end."""
 
-import json
 
 import jax
 import jax.numpy as jnp
@@ -10,7 +9,7 @@ from flax import nnx
 
 from experiments import gradient
 from src import models, probes, tasks
-from tests.helpers import read_csv, run_py, scalars
+from tests.helpers import run_ok, scalars
 
 
 @pytest.mark.parametrize('name', ['attention', 'rnn', 'lstm'])
@@ -55,18 +54,14 @@ def test_decay_fit_recovers_a_known_rate():
 
 
 def test_end_to_end(tmp_path):
-  proc = run_py('--exp=gradient', f'--workdir={tmp_path}/run',
-                f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention,rnn',
-                '--lengths=4,8', '--seeds=2', '--steps=20', '--chunk_steps=10',
-                '--batch_size=16')
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  rows = read_csv(tmp_path / 'run/results.csv')
+  _, rows, summary = run_ok(tmp_path, 'gradient', '--models=attention,rnn',
+                           '--lengths=4,8', '--seeds=2', '--steps=20',
+                           '--chunk_steps=10', '--batch_size=16')
   assert list(rows[0]) == gradient.COLUMNS
   assert len(rows) == 2 * 2 * 2 * 2  # model, length, seed, phase
   assert {r['phase'] for r in rows} == {'init', 'trained'}
   assert all(r['pos0_mass'] for r in rows if r['model'] == 'attention')
   assert not any(r['pos0_mass'] for r in rows if r['model'] == 'rnn')
-  summary = json.loads((tmp_path / 'run/summary.json').read_text())
   assert set(summary['models']) == {'attention', 'rnn'}
   assert 'init_log_decay_per_step' in summary['models']['rnn']
   assert (tmp_path / 'run/gradient.png').exists()

@@ -1,6 +1,5 @@
 """`--exp=heads` and `--exp=induction`: measurements and end to end."""
 
-import json
 
 import jax
 import numpy as np
@@ -9,7 +8,7 @@ from flax import nnx
 
 from experiments import heads, induction
 from src import models, tasks
-from tests.helpers import read_csv, run_py, scalars
+from tests.helpers import read_csv, run_ok, scalars
 
 
 def test_head_roles_ablation_matches_manual_zeroing():
@@ -61,17 +60,13 @@ def test_induction_scores_on_a_hand_built_pattern():
 
 
 def test_heads_end_to_end(tmp_path):
-  proc = run_py('--exp=heads', f'--workdir={tmp_path}/run',
-                f'--checkpoint_dir={tmp_path}/ckpt', '--heads=1,2',
-                '--lengths=8', '--seeds=2', '--steps=40', '--chunk_steps=20',
-                '--batch_size=16', '--eval_examples=64')
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  rows = read_csv(tmp_path / 'run/results.csv')
+  _, rows, summary = run_ok(tmp_path, 'heads', '--heads=1,2', '--lengths=8',
+                           '--seeds=2', '--steps=40', '--chunk_steps=20',
+                           '--batch_size=16', '--eval_examples=64')
   assert list(rows[0]) == heads.COLUMNS
   assert [(r['num_heads'], r['seed'], r['head']) for r in rows] == [
       ('1', '0', '0'), ('1', '1', '0'), ('2', '0', '0'), ('2', '0', '1'),
       ('2', '1', '0'), ('2', '1', '1')]
-  summary = json.loads((tmp_path / 'run/summary.json').read_text())
   assert set(summary['num_heads']) == {'1', '2'} and summary['claims']
   assert (tmp_path / 'run/heads.png').exists()
   acc, _ = scalars(tmp_path / 'run/tb/heads2_L008', None)
@@ -79,12 +74,9 @@ def test_heads_end_to_end(tmp_path):
 
 
 def test_induction_end_to_end(tmp_path):
-  proc = run_py('--exp=induction', f'--workdir={tmp_path}/run',
-                f'--checkpoint_dir={tmp_path}/ckpt', '--lengths=8',
-                '--vocab=6', '--seeds=2', '--steps=40', '--chunk_steps=20',
-                '--batch_size=16', '--eval_examples=64')
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  rows = read_csv(tmp_path / 'run/results.csv')
+  _, rows, summary = run_ok(tmp_path, 'induction', '--lengths=8', '--vocab=6',
+                           '--seeds=2', '--steps=40', '--chunk_steps=20',
+                           '--batch_size=16', '--eval_examples=64')
   assert list(rows[0]) == induction.COLUMNS
   assert {(r['model'], r['num_layers']) for r in rows} == {
       ('attention', '1'), ('attention', '2'), ('lstm', '1')}
@@ -93,7 +85,6 @@ def test_induction_end_to_end(tmp_path):
   assert len(head_rows) == 2 * (1 + 2) * 2  # seeds x layers x heads
   for r in head_rows:
     assert 0 <= float(r['prev_token_score']) <= 1
-  summary = json.loads((tmp_path / 'run/summary.json').read_text())
   assert summary['chance'] == pytest.approx(1 / 6)
   assert len(summary['roles']) == 2 and summary['claims']
   assert (tmp_path / 'run/induction.png').exists()
