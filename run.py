@@ -16,6 +16,7 @@ from absl import app, flags, logging
 
 from experiments import EXPERIMENTS, load
 from src import config as config_lib
+from src import models as models_lib
 from src import rundir
 
 FLAGS = flags.FLAGS
@@ -127,13 +128,13 @@ def main(argv):
     config = config_lib.parse(
         dataclasses.replace(defaults, quick=FLAGS.quick),
         {name: FLAGS[name].value for name in _FIELD_FLAGS},
-        models=experiment.MODELS)
+        models=models_lib.names(experiment.accepts))
     raw = {name: FLAGS[name].value for name in _FIELD_FLAGS}
     if FLAGS.exp == 'all':  # each part must accept the flags handed to it
       for part in experiment.PARTS:
         module = load(part)
         config_lib.parse(module.QUICK if FLAGS.quick else module.DEFAULTS,
-                         raw, models=module.MODELS)
+                         raw, models=models_lib.names(module.accepts))
     workdir = Path(FLAGS.workdir or f'runs/{FLAGS.exp}')
     checkpoint_dir = Path(FLAGS.checkpoint_dir or f'checkpoints/{FLAGS.exp}')
     rundir.check(workdir, checkpoint_dir, config, FLAGS.overwrite)

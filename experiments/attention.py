@@ -39,7 +39,7 @@ DEFAULTS = Config(
 )
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, seeds=4, steps=300)
-MODELS = ('attention',)
+accepts = lambda spec: spec.has_attention  # the beam is its weights
 
 COLUMNS = ['length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
            'accuracy', 'steps', 'wall_s']

@@ -24,7 +24,7 @@ from src.config import Config
 
 DEFAULTS = Config(
     exp='budget',
-    models=models_lib.MODELS,
+    models=('attention', 'lstm', 'gru', 'rnn'),
     lengths=(10, 20, 50, 100),
     budgets=(250, 1000, 4000),
     seeds=4,
@@ -37,7 +37,7 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(
     DEFAULTS, lengths=(5, 20, 50), budgets=(100, 400), seeds=2, steps=400)
-MODELS = models_lib.MODELS
+accepts = lambda spec: True
 COLUMNS = ['model', 'steps', 'length', 'seed', 'accuracy', 'loss', 'diverged',
            'wall_s']
 SOLVED = 0.95

@@ -28,7 +28,8 @@ def _field(default, doc, *, defines_run=True):
 class Config:
   exp: str = _field('distance', 'experiment to run')
   quick: bool = _field(False, "the experiment's CPU-fast variant (--quick)")
-  models: tuple[str, ...] = _field(models_lib.MODELS, 'models to train')
+  models: tuple[str, ...] = _field(('attention', 'lstm', 'gru', 'rnn'),
+                                   'models to train (names in the registry)')
   lengths: tuple[int, ...] = _field((20,), 'sequence lengths L (query at L-1)')
   seeds: int = _field(4, 'seeds per group, trained at once on a vmap axis')
   seed: int = _field(0, 'base seed; seed i of a group uses fold_in(seed, i)')
@@ -126,9 +127,11 @@ def _choice_list(flag, text, choices):
   return tuple(out)
 
 
-def parse(defaults: Config, raw: dict, *, models=models_lib.MODELS,
+def parse(defaults: Config, raw: dict, *, models=None,
           min_length=tasks_lib.MIN_LENGTH) -> Config:
-  """Overrides `defaults` with the flags given as text (None: not given)."""
+  """Overrides `defaults` with the flags given as text (None: not given).
+  `models`: the names `--models` accepts (default: every registered one)."""
+  models = models_lib.names() if models is None else models
   parsers = {
       'models': lambda t: _choice_list('models', t, models),
       'lengths': lambda t: _int_list('lengths', t, min_length),
@@ -166,19 +169,17 @@ def parse(defaults: Config, raw: dict, *, models=models_lib.MODELS,
 def estimate_bytes(config: Config) -> int:
   """A rough estimate of the largest group's live memory over all seeds: the
   activations a training step keeps for its backward pass, or the evaluation
-  batch's forward pass, whichever is larger (float32)."""
-  D, H, layers = config.d_model, config.num_heads, config.num_layers
+  batch's forward pass, whichever is larger (float32). Each model's registry
+  entry says what it keeps per string."""
   worst = 0
   for model in config.models:
+    activations = models_lib.get(model).activations
     for L in config.lengths:
-      if model == 'attention':  # lower layers hold L x L grids per head
-        per_string = layers * 8 * L * D + (layers - 1) * 2 * H * L * L + 2 * H * L
-      else:
-        gates = {'lstm': 4, 'gru': 3, 'rnn': 1}[model] * D
-        per_string = L * (3 * gates + 3 * D)
+      per_string = activations(L, config.d_model, config.num_heads,
+                               config.num_layers)
       worst = max(worst, per_string * max(2 * config.batch_size,
                                           config.eval_examples))
-  return 4 * config.seeds * worst
+  return int(4 * config.seeds * worst)
 
 
 def available_bytes() -> int:

@@ -25,17 +25,18 @@ def programs(model: str, *, length: int, batch_size: int, d_model: int,
              per_position: bool = True):
   """{'forward': (fn, args), 'train': (fn, args)} for one model (one seed).
 
-  `model` is a name of models.MODELS, or 'attention_last' for attention's
-  exact last-query shortcut. per_position=True: an output at every position,
-  as a sequence model uses it; False: the classifier's last position only.
+  per_position=True: an output at every position, as a sequence model uses
+  it, where the model's registry entry asks for it (`sequence_outputs`);
+  False: the classifier's last position only. `unroll`: scan steps per loop
+  iteration, for a model that loops over positions.
   """
-  kind = 'attention' if model.startswith('attention') else model
-  per_position = per_position and model != 'attention_last'
+  spec = models_lib.get(model)
+  per_position = per_position and spec.sequence_outputs
   net = models_lib.make_model(
-      kind, vocab_size=tasks_lib.vocab_size(num_filler), length=length,
+      model, vocab_size=tasks_lib.vocab_size(num_filler), length=length,
       d_model=d_model, num_classes=2, num_heads=num_heads,
       num_layers=num_layers, rngs=nnx.Rngs(0))
-  if kind != 'attention':
+  if spec.loops_over_positions:
     net.unroll = unroll
   graphdef, params = nnx.split(net)
   tx = optax.adam(learning_rate)
@@ -79,7 +80,7 @@ def counted(model: str, pass_name: str, **kwargs):
   """Like `analyse`, with a recurrent scan counted `length` times."""
   fn, args = programs(model, **kwargs)[pass_name]
   compiled, flops, bytes_, memory, compile_s = analyse(fn, args)
-  if not model.startswith('attention'):
+  if models_lib.get(model).loops_over_positions:
     fn2, args2 = programs(model, unroll=2, **kwargs)[pass_name]
     _, flops2, bytes2, _, compile2 = analyse(fn2, args2)
     steps = kwargs['length']

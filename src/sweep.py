@@ -65,9 +65,9 @@ def print_claims(summary: dict) -> None:
 
 
 def group_work(steps: int, length: int, model: str) -> float:
-  """Relative cost of a group, for the ETA: recurrent nets pay per step of
-  length; attention's last-query layer is nearly flat in it."""
-  return steps * (length if model != 'attention' else 10 + length / 10)
+  """Relative cost of a group, for the ETA (the registry says how a model's
+  step grows with the length)."""
+  return steps * models_lib.get(model).step_work(length)
 
 
 def train_group(run, name: str, ensemble: train_lib.Ensemble, config, *,

@@ -5,6 +5,7 @@ import pytest
 from flax import nnx
 
 from src import models
+from src.models import attention as attention_lib
 
 
 def make(name, length=20, d_model=32, num_heads=1, num_layers=1, seed=0,
@@ -41,7 +42,7 @@ def test_two_layer_parameter_count():
 
 @pytest.mark.parametrize('num_heads', [1, 2, 4])
 def test_attention_matches_independent_references(num_heads):
-  layer = models.CausalSelfAttention(32, num_heads, rngs=nnx.Rngs(1))
+  layer = attention_lib.CausalSelfAttention(32, num_heads, rngs=nnx.Rngs(1))
   x = jax.random.normal(jax.random.key(2), (3, 9, 32))
   y, att = layer(x)
   B, L, H, K = 3, 9, num_heads, 32 // num_heads
@@ -75,7 +76,8 @@ def test_last_query_shortcut_is_exact(num_layers):
                              aux_full['attention'][-1][:, :, -1], atol=1e-6)
 
 
-@pytest.mark.parametrize('name', models.RECURRENT)
+@pytest.mark.parametrize('name', models.names(
+    lambda spec: spec.loops_over_positions))
 def test_recurrent_scan_matches_flax_cell(name):
   model = make(name, seed=3)
   x = jax.random.normal(jax.random.key(4), (5, 13, 32))
@@ -92,7 +94,7 @@ def test_recurrent_scan_matches_flax_cell(name):
 
 
 def test_head_mask_zeroes_a_head():
-  layer = models.CausalSelfAttention(32, 2, rngs=nnx.Rngs(1))
+  layer = attention_lib.CausalSelfAttention(32, 2, rngs=nnx.Rngs(1))
   x = jax.random.normal(jax.random.key(2), (2, 6, 32))
   y_full, _ = layer(x)
   y_ablate, _ = layer(x, head_mask=jnp.array([1.0, 0.0]))
@@ -114,11 +116,11 @@ def test_fused_attention_path_matches_einsum(monkeypatch, num_layers,
   for kwargs in ({}, {'all_positions': True}, {'head_masks': masks}):
     einsum, aux = model.classify(x, **kwargs)
     assert aux['attention'][0] is not None
-    monkeypatch.setattr(models, 'FUSED_ATTENTION', True)
+    monkeypatch.setattr(attention_lib, 'FUSED_ATTENTION', True)
     fused, aux = model.classify(x, weights=False, **kwargs)
-    monkeypatch.setattr(models, 'FUSED_ATTENTION', None)
+    monkeypatch.setattr(attention_lib, 'FUSED_ATTENTION', None)
     assert aux['attention'][0] is None
     np.testing.assert_allclose(fused, einsum, atol=1e-5)
-  monkeypatch.setattr(models, 'FUSED_ATTENTION', False)
+  monkeypatch.setattr(attention_lib, 'FUSED_ATTENTION', False)
   einsum_again, _ = model.classify(x, weights=False)
   np.testing.assert_array_equal(einsum_again, model.classify(x)[0])

@@ -1,11 +1,7 @@
-"""Sequence classifiers in Flax NNX: an attention stack and three recurrent nets.
+"""The attention classifier: causal multi-head self-attention in Flax NNX.
 
 Shape legend: B batch, L sequence length (keys), Q query positions, D d_model,
-H heads, K d_model // H (per-head width), C classes, G gate width.
-
-Every model maps tokens_BxL to logits_BxC read at the last position, in two
-halves so that experiments can differentiate with respect to the inputs:
-`embed(tokens) -> x_BxLxD` and `classify(x_BxLxD) -> (logits_BxC, aux)`.
+H heads, K d_model // H (per-head width), C classes.
 """
 
 import math
@@ -13,9 +9,6 @@ import math
 import jax
 import jax.numpy as jnp
 from flax import nnx
-
-MODELS = ('attention', 'lstm', 'gru', 'rnn')
-RECURRENT = ('lstm', 'gru', 'rnn')
 
 
 def softmax(x, axis=-1):
@@ -140,93 +133,3 @@ class AttentionClassifier(nnx.Module):
 
   def __call__(self, tokens_BxL, **kwargs):
     return self.classify(self.embed(tokens_BxL), **kwargs)
-
-
-_CELLS = {
-    'lstm': nnx.OptimizedLSTMCell,  # fused gates: i, f, g, o
-    'gru': nnx.GRUCell,
-    'rnn': nnx.SimpleCell,  # Elman: h' = tanh(W_i x + b + W_h h)
-}
-
-
-def _cell_step(kind, w_hh, b_hh, carry, xi_BxG):
-  """One recurrent step given the input transform xi = dense_i(x_t).
-
-  Mirrors the Flax cells' own __call__ (tests check it against them), with the
-  input matmul hoisted out of the scan: only the recurrent product is
-  sequential.
-  """
-  if kind == 'lstm':
-    c, h = carry
-    i, f, g, o = jnp.split(xi_BxG + h @ w_hh + b_hh, 4, axis=-1)
-    c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
-    h = jax.nn.sigmoid(o) * jnp.tanh(c)
-    return (c, h), h
-  if kind == 'gru':
-    h = carry
-    xr, xz, xn = jnp.split(xi_BxG, 3, axis=-1)
-    hr, hz, hn = jnp.split(h @ w_hh, 3, axis=-1)
-    r = jax.nn.sigmoid(xr + hr)
-    z = jax.nn.sigmoid(xz + hz)
-    n = jnp.tanh(xn + r * hn)
-    h = (1.0 - z) * n + z * h
-    return h, h
-  h = jnp.tanh(xi_BxG + carry @ w_hh)
-  return h, h
-
-
-class RecurrentClassifier(nnx.Module):
-  """Token embedding, a Flax recurrent cell run by `lax.scan`, a linear
-  classifier on the last hidden state. Flax's default initialisation:
-  LeCun-normal input kernels, orthogonal recurrent kernels, zero biases."""
-
-  def __init__(self, kind: str, *, vocab_size: int, d_model: int,
-               num_classes: int, rngs: nnx.Rngs, unroll: int = 1):
-    self.kind = kind
-    self.unroll = unroll  # scan steps per loop iteration (same numbers)
-    self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
-    self.cell = _CELLS[kind](d_model, d_model, rngs=rngs)
-    self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)
-
-  def embed(self, tokens_BxL):
-    return self.token_embed(tokens_BxL)
-
-  def hidden_states(self, x_BxLxD):
-    """Returns the hidden state after every step, h_LxBxD."""
-    B, _, D = x_BxLxD.shape
-    xi_LxBxG = jnp.swapaxes(self.cell.dense_i(x_BxLxD), 0, 1)
-    w_hh = self.cell.dense_h.kernel[...]
-    b_hh = (self.cell.dense_h.bias[...]
-            if self.cell.dense_h.bias is not None else 0.0)
-    h0 = jnp.zeros((B, D), x_BxLxD.dtype)
-    carry = (h0, h0) if self.kind == 'lstm' else h0
-    step = lambda carry, xi: _cell_step(self.kind, w_hh, b_hh, carry, xi)
-    _, h_LxBxD = jax.lax.scan(step, carry, xi_LxBxG, unroll=self.unroll)
-    return h_LxBxD
-
-  def classify(self, x_BxLxD, *, per_position=False, **unused):
-    h_LxBxD = self.hidden_states(x_BxLxD)
-    if per_position:
-      return self.classifier(jnp.swapaxes(h_LxBxD, 0, 1)), {}
-    return self.classifier(h_LxBxD[-1]), {}
-
-  def __call__(self, tokens_BxL, **kwargs):
-    return self.classify(self.embed(tokens_BxL), **kwargs)
-
-
-def make_model(name: str, *, vocab_size: int, length: int, d_model: int,
-               num_classes: int, num_heads: int = 1, num_layers: int = 1,
-               rngs: nnx.Rngs) -> nnx.Module:
-  if name == 'attention':
-    return AttentionClassifier(vocab_size=vocab_size, length=length,
-                               d_model=d_model, num_heads=num_heads,
-                               num_layers=num_layers, num_classes=num_classes,
-                               rngs=rngs)
-  if name in RECURRENT:
-    return RecurrentClassifier(name, vocab_size=vocab_size, d_model=d_model,
-                               num_classes=num_classes, rngs=rngs)
-  raise ValueError(f'unknown model {name!r}; expected one of {MODELS}')
-
-
-def count_params(params) -> int:
-  return sum(x.size for x in jax.tree.leaves(params))

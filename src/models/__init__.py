@@ -1,0 +1,200 @@
+"""The model registry: the one place that knows models.
+
+Every model is a sequence classifier in Flax NNX that maps tokens_BxL to
+logits_BxC read at the last position, in two halves so that experiments can
+differentiate with respect to the inputs: `embed(tokens) -> x_BxLxD` and
+`classify(x_BxLxD, *, per_position=False, weights=True, ...) -> (logits,
+aux)`; `aux['attention']` holds the attention weights where it has them.
+
+A registered name maps to a `ModelSpec`: its family, how to build it, its
+initialisation (in words, with the source), its colour, and what the
+experiments need to know of it. Experiments ask the registry; none of them
+names a model. Adding a model is one class and one `register(ModelSpec(...))`
+(the README's "Add a model" walks through one).
+"""
+
+import dataclasses
+from typing import Callable
+
+import jax
+from flax import nnx
+
+from src.models import attention as attention_lib
+from src.models import recurrent as recurrent_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+  """What a kind of model is, as the lesson's claims need it.
+
+  recurrent: carries a fixed-size state from position to position (the
+    claims about recurrence are about these).
+  sequential: its forward pass is L dependent steps (a loop over positions),
+    not one parallel product.
+  """
+  name: str
+  recurrent: bool
+  sequential: bool
+
+
+ATTENTION = Family('attention', recurrent=False, sequential=False)
+GATED = Family('gated recurrent', recurrent=True, sequential=True)
+PLAIN = Family('plain recurrent', recurrent=True, sequential=True)
+LINEAR = Family('linear recurrent', recurrent=True, sequential=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+  """Everything the rest of the code needs about one registered model.
+
+  build(*, vocab_size, length, d_model, num_classes, num_heads, num_layers,
+    rngs) -> nnx.Module.
+  architecture: models that differ only in their initialisation share it
+    (`lstm`, `lstm_fb1`, `lstm_chrono`); claims compare initialisations
+    within it.
+  activations(length, d_model, num_heads, num_layers): float32 values a
+    training step keeps per string for its backward pass (the memory check
+    before anything runs).
+  loops_over_positions: its forward pass is a `lax.scan` over positions
+    whose body XLA's cost analysis counts once; the model then has an
+    `unroll` attribute, and `costs` counts the body at its trip count.
+  sequence_outputs: `cost` measures it with an output at every position, as
+    a sequence model is used (False: the classifier's last position only).
+  layered: it stacks `num_layers` layers (`induction` compares depths).
+  """
+  name: str
+  family: Family
+  build: Callable[..., nnx.Module]
+  init: str
+  color: str
+  architecture: str
+  activations: Callable[[int, int, int, int], float]
+  has_attention: bool = False
+  loops_over_positions: bool = False
+  sequence_outputs: bool = True
+  layered: bool = False
+
+  def step_work(self, length: int) -> float:
+    """Relative cost of a training step at `length`, for the progress ETA:
+    a loop over positions pays per position; a parallel model much less."""
+    return length if self.family.sequential else 10 + length / 10
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+  if spec.name in _REGISTRY:
+    raise ValueError(f'model {spec.name!r} is already registered')
+  _REGISTRY[spec.name] = spec
+  return spec
+
+
+def get(name: str) -> ModelSpec:
+  try:
+    return _REGISTRY[name]
+  except KeyError:
+    raise KeyError(f'unknown model {name!r}; registered: '
+                   f'{", ".join(_REGISTRY)}') from None
+
+
+def names(where: Callable[[ModelSpec], bool] = lambda spec: True
+          ) -> tuple[str, ...]:
+  """Registered names, in registration order, whose spec satisfies `where`."""
+  return tuple(n for n, spec in _REGISTRY.items() if where(spec))
+
+
+def make_model(name: str, *, vocab_size: int, length: int, d_model: int,
+               num_classes: int, num_heads: int = 1, num_layers: int = 1,
+               rngs: nnx.Rngs) -> nnx.Module:
+  return get(name).build(vocab_size=vocab_size, length=length,
+                         d_model=d_model, num_classes=num_classes,
+                         num_heads=num_heads, num_layers=num_layers, rngs=rngs)
+
+
+def count_params(params) -> int:
+  return sum(x.size for x in jax.tree.leaves(params))
+
+
+# -- the registered models ---------------------------------------------------------
+
+def _attention(*, vocab_size, length, d_model, num_classes, num_heads,
+               num_layers, rngs):
+  return attention_lib.AttentionClassifier(
+      vocab_size=vocab_size, length=length, d_model=d_model,
+      num_heads=num_heads, num_layers=num_layers, num_classes=num_classes,
+      rngs=rngs)
+
+
+def _attention_activations(L, D, H, layers):
+  # Every layer's projections and residual stream; the lower layers also keep
+  # an L x L grid per head (the last computes one query row).
+  return layers * 8 * L * D + (layers - 1) * 2 * H * L * L + 2 * H * L
+
+
+def _recurrent(kind, init=None):
+  def build(*, vocab_size, length, d_model, num_classes, num_heads,
+            num_layers, rngs):
+    del num_heads, num_layers  # one cell, no heads
+    return recurrent_lib.RecurrentClassifier(
+        kind, vocab_size=vocab_size, length=length, d_model=d_model,
+        num_classes=num_classes, rngs=rngs, init=init)
+  return build
+
+
+def _recurrent_activations(gates):
+  # Per position: the gate pre-activations and activations, the states.
+  return lambda L, D, H, layers: L * (3 * gates * D + 3 * D)
+
+
+_FLAX_DEFAULT = ('Flax default: LeCun-normal input kernels, orthogonal '
+                 'recurrent kernels, zero biases')
+
+register(ModelSpec(
+    'attention', ATTENTION, _attention,
+    init='Flax default: LeCun-normal projections, N(0, 1) embeddings',
+    color='#d62728', architecture='attention',
+    activations=_attention_activations, has_attention=True, layered=True))
+register(ModelSpec(
+    'attention_last', ATTENTION, _attention,
+    init='as attention (the same classifier; `cost` measures only its '
+         'read-out query, the exact shortcut the classifier uses)',
+    color='#ff7f0e', architecture='attention',
+    activations=_attention_activations, has_attention=True, layered=True,
+    sequence_outputs=False))
+register(ModelSpec(
+    'lstm', GATED, _recurrent('lstm'),
+    init=_FLAX_DEFAULT + ' (forget-gate bias 0: the gate starts at 0.5)',
+    color='#1f77b4', architecture='lstm',
+    activations=_recurrent_activations(4), loops_over_positions=True))
+register(ModelSpec(
+    'lstm_fb1', GATED, _recurrent('lstm', recurrent_lib.forget_bias(1.0)),
+    init='forget-gate bias 1 (Gers et al. 2000; Jozefowicz et al. 2015; '
+         'Keras, TensorFlow and Haiku default), the rest Flax default',
+    color='#6baed6', architecture='lstm',
+    activations=_recurrent_activations(4), loops_over_positions=True))
+register(ModelSpec(
+    'lstm_chrono', GATED, _recurrent('lstm', recurrent_lib.lstm_chrono),
+    init='chrono (Tallec & Ollivier 2018): forget-gate bias '
+         'log U(1, T_max - 1), input-gate bias its negative, T_max = L',
+    color='#08306b', architecture='lstm',
+    activations=_recurrent_activations(4), loops_over_positions=True))
+register(ModelSpec(
+    'gru', GATED, _recurrent('gru'), init=_FLAX_DEFAULT,
+    color='#2ca02c', architecture='gru',
+    activations=_recurrent_activations(3), loops_over_positions=True))
+register(ModelSpec(
+    'gru_chrono', GATED, _recurrent('gru', recurrent_lib.gru_chrono),
+    init='chrono for the update gate (after Tallec & Ollivier 2018): '
+         'z-bias log U(1, T_max - 1), T_max = L',
+    color='#00441b', architecture='gru',
+    activations=_recurrent_activations(3), loops_over_positions=True))
+register(ModelSpec(
+    'rnn', PLAIN, _recurrent('rnn'), init=_FLAX_DEFAULT,
+    color='#7f7f7f', architecture='rnn',
+    activations=_recurrent_activations(1), loops_over_positions=True))
+register(ModelSpec(
+    'rnn_uniform', PLAIN, _recurrent('rnn', recurrent_lib.pytorch_uniform),
+    init="PyTorch nn.RNN's: every weight and bias U(-1/sqrt(d), 1/sqrt(d))",
+    color='#252525', architecture='rnn',
+    activations=_recurrent_activations(1), loops_over_positions=True))

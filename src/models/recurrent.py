@@ -1,0 +1,154 @@
+"""Recurrent classifiers: Flax's own cells run by `lax.scan`, and the
+initialisations their literature recommends.
+
+Shape legend: B batch, L sequence length, D d_model (state width), G gate
+width (4D for the LSTM, 3D for the GRU, D for the plain RNN), C classes.
+
+The cells are Flax's (`nnx.OptimizedLSTMCell`, `nnx.GRUCell`,
+`nnx.SimpleCell`) with Flax's default initialisation: LeCun-normal input
+kernels, orthogonal recurrent kernels, zero biases. An initialisation here is
+a function `init(cell, length, key)` applied after Flax's, which replaces the
+parameters it names; the tests check each against what its name says.
+"""
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+_CELLS = {
+    'lstm': nnx.OptimizedLSTMCell,  # fused gates i, f, g, o; bias in dense_h
+    'gru': nnx.GRUCell,  # gates r, z, n; bias in dense_i; h' = (1-z) n + z h
+    'rnn': nnx.SimpleCell,  # Elman: h' = tanh(W_i x + b + W_h h)
+}
+
+
+def _cell_step(kind, w_hh, b_hh, carry, xi_BxG):
+  """One recurrent step given the input transform xi = dense_i(x_t).
+
+  Mirrors the Flax cells' own __call__ (tests check it against them), with the
+  input matmul hoisted out of the scan: only the recurrent product is
+  sequential.
+  """
+  if kind == 'lstm':
+    c, h = carry
+    i, f, g, o = jnp.split(xi_BxG + h @ w_hh + b_hh, 4, axis=-1)
+    c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+    h = jax.nn.sigmoid(o) * jnp.tanh(c)
+    return (c, h), h
+  if kind == 'gru':
+    h = carry
+    xr, xz, xn = jnp.split(xi_BxG, 3, axis=-1)
+    hr, hz, hn = jnp.split(h @ w_hh, 3, axis=-1)
+    r = jax.nn.sigmoid(xr + hr)
+    z = jax.nn.sigmoid(xz + hz)
+    n = jnp.tanh(xn + r * hn)
+    h = (1.0 - z) * n + z * h
+    return h, h
+  h = jnp.tanh(xi_BxG + carry @ w_hh)
+  return h, h
+
+
+class RecurrentClassifier(nnx.Module):
+  """Token embedding, a Flax recurrent cell run by `lax.scan`, a linear
+  classifier on the last hidden state.
+
+  `init(cell, length, key)`, if given, replaces some of the cell's Flax
+  defaults (see the initialisations below); `length` is the group's sequence
+  length, which chrono initialisation spreads its time constants up to.
+  """
+
+  def __init__(self, kind: str, *, vocab_size: int, length: int,
+               d_model: int, num_classes: int, rngs: nnx.Rngs, init=None,
+               unroll: int = 1):
+    self.kind = kind
+    self.unroll = unroll  # scan steps per loop iteration (same numbers)
+    self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
+    self.cell = _CELLS[kind](d_model, d_model, rngs=rngs)
+    if init is not None:
+      init(self.cell, length, rngs.params())
+    self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)
+
+  def embed(self, tokens_BxL):
+    return self.token_embed(tokens_BxL)
+
+  def hidden_states(self, x_BxLxD):
+    """Returns the hidden state after every step, h_LxBxD."""
+    B, _, D = x_BxLxD.shape
+    xi_LxBxG = jnp.swapaxes(self.cell.dense_i(x_BxLxD), 0, 1)
+    w_hh = self.cell.dense_h.kernel[...]
+    b_hh = (self.cell.dense_h.bias[...]
+            if self.cell.dense_h.bias is not None else 0.0)
+    h0 = jnp.zeros((B, D), x_BxLxD.dtype)
+    carry = (h0, h0) if self.kind == 'lstm' else h0
+    step = lambda carry, xi: _cell_step(self.kind, w_hh, b_hh, carry, xi)
+    _, h_LxBxD = jax.lax.scan(step, carry, xi_LxBxG, unroll=self.unroll)
+    return h_LxBxD
+
+  def classify(self, x_BxLxD, *, per_position=False, **unused):
+    h_LxBxD = self.hidden_states(x_BxLxD)
+    if per_position:
+      return self.classifier(jnp.swapaxes(h_LxBxD, 0, 1)), {}
+    return self.classifier(h_LxBxD[-1]), {}
+
+  def __call__(self, tokens_BxL, **kwargs):
+    return self.classify(self.embed(tokens_BxL), **kwargs)
+
+
+# -- named initialisations -------------------------------------------------------
+# Each replaces parameters after Flax's defaults; see each docstring's source.
+
+def _set_slice(param, index, values):
+  param[...] = param[...].at[index].set(values)
+
+
+def forget_bias(value: float):
+  """LSTM forget-gate bias `value` (Gers, Schmidhuber & Cummins 2000; 1 is
+  recommended by Jozefowicz, Zaremba & Sutskever 2015 and is the default of
+  Keras, TensorFlow's LSTM cells and Haiku)."""
+  def init(cell, length, key):
+    del length, key
+    D = cell.hidden_features
+    _set_slice(cell.dense_h.bias, slice(D, 2 * D), value)
+  return init
+
+
+def chrono_timescales(key, D: int, length: int) -> jax.Array:
+  """log U(1, T_max - 1) with T_max = max(length, 3): the chrono bias
+  (Tallec & Ollivier 2018), whose gate sigmoid(b) keeps a memory of
+  1 / (1 - sigmoid(b)) = 1 + U steps, from 2 up to T_max."""
+  t_max = max(length, 3)
+  return jnp.log(jax.random.uniform(key, (D,), minval=1.0, maxval=t_max - 1))
+
+
+def lstm_chrono(cell, length, key):
+  """Chrono initialisation of the LSTM (Tallec & Ollivier 2018): forget-gate
+  bias log U(1, T_max - 1), input-gate bias its negative."""
+  D = cell.hidden_features
+  b_f = chrono_timescales(key, D, length)
+  _set_slice(cell.dense_h.bias, slice(D, 2 * D), b_f)  # gates i, f, g, o
+  _set_slice(cell.dense_h.bias, slice(0, D), -b_f)
+
+
+def gru_chrono(cell, length, key):
+  """Chrono initialisation for the GRU's update gate z (Flax keeps z * h, so
+  z plays the forget gate): bias log U(1, T_max - 1), time constants spread
+  up to the length. The reset and candidate biases stay at zero."""
+  D = cell.hidden_features
+  _set_slice(cell.dense_i.bias, slice(D, 2 * D),  # gates r, z, n
+             chrono_timescales(key, D, length))
+
+
+def pytorch_uniform(cell, length, key):
+  """The plain RNN as PyTorch's `nn.RNN` starts it: every weight and bias
+  U(-1/sqrt(d), 1/sqrt(d)), no orthogonal matrix. PyTorch adds two such
+  biases (b_ih + b_hh); Flax's cell has one, drawn here as that sum."""
+  del length
+  D = cell.hidden_features
+  k = 1 / math.sqrt(D)
+  k_i, k_h, k_b1, k_b2 = jax.random.split(key, 4)
+  u = lambda key, shape: jax.random.uniform(key, shape, minval=-k, maxval=k)
+  cell.dense_i.kernel[...] = u(k_i, cell.dense_i.kernel.shape)
+  cell.dense_h.kernel[...] = u(k_h, cell.dense_h.kernel.shape)
+  cell.dense_i.bias[...] = u(k_b1, (D,)) + u(k_b2, (D,))
