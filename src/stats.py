@@ -1,0 +1,175 @@
+"""The statistics behind every verdict: the seed is the unit.
+
+Accuracy per seed is bimodal (a seed solves a length or sits at chance), so
+the summaries here count seeds: solved fractions with Wilson intervals,
+per-seed critical distances with their median and an order-statistic
+interval, exact paired sign tests, Fisher's exact test, and a binomial test.
+Continuous measurements (attention mass, sensitivities) get a Student-t
+interval on the mean. Everything exact comes from `scipy.stats`.
+
+A verdict is one of `held`, `did not hold`, `inconclusive`, or `held in k of
+n seeds` where each seed is judged on its own.
+"""
+
+import math
+
+import numpy as np
+from scipy import stats as sps
+
+SOLVED = 0.95  # a seed "solved" a length at this test accuracy or above
+ALPHA = 0.05  # significance level of every test behind a verdict
+# Accuracies are k / n in float32; a mean of exactly 0.95 may land a rounding
+# error below it. Anything within this of the threshold counts as reaching it.
+ROUNDING = 1e-6
+
+HELD, NOT_HELD, INCONCLUSIVE = 'held', 'did not hold', 'inconclusive'
+
+
+def k_of_n(k: int, n: int) -> str:
+  """The verdict of a claim judged seed by seed."""
+  if n == 0:
+    return INCONCLUSIVE
+  if k == n:
+    return HELD
+  return NOT_HELD if k == 0 else f'held in {k} of {n} seeds'
+
+
+def reaches(value, threshold: float) -> bool:
+  """value >= threshold, allowing for float rounding; NaN never reaches."""
+  return bool(np.isfinite(value) and value >= threshold - ROUNDING)
+
+
+def solved(accuracy, threshold: float = SOLVED) -> bool:
+  return reaches(accuracy, threshold)
+
+
+# -- proportions -------------------------------------------------------------------
+
+def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+  """Wilson score interval for k successes in n (nan, nan for n = 0)."""
+  if n == 0:
+    return math.nan, math.nan
+  ci = sps.binomtest(int(k), int(n)).proportion_ci(confidence, method='wilson')
+  return float(ci.low), float(ci.high)
+
+
+def solved_fraction(accuracies, threshold: float = SOLVED) -> dict:
+  """How many seeds solved: {k, n, fraction, ci95} (Wilson)."""
+  k = sum(solved(a, threshold) for a in accuracies)
+  n = len(accuracies)
+  lo, hi = wilson(k, n)
+  return {'k': k, 'n': n, 'fraction': k / n if n else math.nan,
+          'ci95': [lo, hi]}
+
+
+def fisher(k1: int, n1: int, k2: int, n2: int,
+           alternative: str = 'two-sided') -> float:
+  """Fisher's exact test of k1/n1 against k2/n2 (p-value); `alternative`
+  'greater' asks whether the first fraction is the larger."""
+  table = [[k1, n1 - k1], [k2, n2 - k2]]
+  return float(sps.fisher_exact(table, alternative=alternative).pvalue)
+
+
+def binomial(k: int, n: int, p: float = 0.5,
+             alternative: str = 'two-sided') -> float:
+  """Exact binomial test of k successes in n against rate p (1 for n = 0)."""
+  if n == 0:
+    return 1.0
+  return float(sps.binomtest(int(k), int(n), p, alternative=alternative).pvalue)
+
+
+# -- paired comparisons --------------------------------------------------------------
+
+def sign_test(x, y, alternative: str = 'two-sided') -> dict:
+  """Exact sign test of paired values: seed i of x against seed i of y.
+  Ties are dropped. 'greater' asks whether x tends to exceed y.
+  Returns {wins, ties, losses, p} (wins: x > y)."""
+  x, y = np.asarray(x, float), np.asarray(y, float)
+  if x.shape != y.shape:
+    raise ValueError(f'paired samples differ in size: {x.shape} vs {y.shape}')
+  wins, losses = int(np.sum(x > y)), int(np.sum(x < y))
+  return {'wins': wins, 'ties': int(x.size - wins - losses), 'losses': losses,
+          'p': binomial(wins, wins + losses, 0.5, alternative)}
+
+
+# -- critical distance -------------------------------------------------------------------
+
+def critical_distance(length_accuracy, threshold: float = SOLVED) -> int:
+  """The largest tested L such that every tested L' <= L is solved
+  (accuracy >= threshold); 0 if the shortest tested length is not. Lengths
+  may come in any order; NaN counts as not solved; a length solved after a
+  failure (a gap) does not count."""
+  best = 0
+  for length, accuracy in sorted(length_accuracy):
+    if not reaches(accuracy, threshold):
+      break
+    best = length
+  return best
+
+
+def median_interval(values, confidence: float = 0.95) -> dict:
+  """Median and a distribution-free interval for it from order statistics:
+  the narrowest symmetric (x_(j), x_(n+1-j)) whose exact coverage under
+  Binomial(n, 1/2) is at least `confidence`. With too few seeds for that
+  coverage (n < 6 at 95%) it is (min, max), and `coverage` says what that
+  is. Works on ordered data such as critical distances."""
+  x = np.sort(np.asarray(values, float))
+  n = x.size
+  if n == 0:
+    return {'median': math.nan, 'ci95': [math.nan, math.nan],
+            'coverage': math.nan}
+  j, coverage = 1, 1 - 2 * sps.binom.cdf(0, n, 0.5)
+  while j + 1 <= n // 2:
+    c = 1 - 2 * sps.binom.cdf(j, n, 0.5)  # coverage of (x_(j+1), x_(n-j))
+    if c < confidence:
+      break
+    j, coverage = j + 1, c
+  return {'median': float(np.median(x)), 'ci95': [float(x[j - 1]),
+                                                   float(x[n - j])],
+          'coverage': float(coverage)}
+
+
+# -- continuous measurements ---------------------------------------------------------
+
+def mean_ci95(values, bounds=(0.0, 1.0)) -> tuple[float, float, float]:
+  """Mean and Student-t 95% interval over seeds (the mean alone for one),
+  clipped to the quantity's `bounds` (None: unbounded). NaNs are dropped."""
+  x = np.asarray(values, np.float64)
+  x = x[np.isfinite(x)]
+  if x.size == 0:
+    return math.nan, math.nan, math.nan
+  mean = float(x.mean())
+  if x.size == 1:
+    return mean, mean, mean
+  half = float(sps.t.ppf(0.975, x.size - 1)) * float(x.std(ddof=1)) / \
+      math.sqrt(x.size)
+  lo, hi = bounds if bounds else (-math.inf, math.inf)
+  return mean, max(mean - half, lo), min(mean + half, hi)
+
+
+def decay_fits(lengths, values) -> dict:
+  """Least-squares fits of log(value) against L (exponential decay) and
+  against log L (power law), each with two parameters, so their residual
+  sums of squares compare directly. Returns the slopes, the residuals and
+  which fits better."""
+  L = np.asarray(lengths, float)
+  y = np.log(np.maximum(np.asarray(values, float), 1e-300))
+  out = {}
+  for name, x in (('exponential', L), ('power', np.log(L))):
+    coef, residual, *_ = np.polyfit(x, y, 1, full=True)
+    out[name] = {'slope': float(coef[0]),
+                 'rss': float(residual[0]) if residual.size else 0.0}
+  out['better'] = ('exponential' if out['exponential']['rss']
+                   < out['power']['rss'] else 'power')
+  return out
+
+
+def loglog_slope(x, y) -> float:
+  """Least-squares slope of log y on log x: the exponent of a power law."""
+  x, y = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+  return float(np.polyfit(x, y, 1)[0]) if len(x) > 1 else math.nan
+
+
+def fmt_p(p: float) -> str:
+  return 'n/a' if not np.isfinite(p) else (f'{p:.3f}' if p >= 0.001
+                                           else f'{p:.1e}')
