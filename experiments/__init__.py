@@ -5,7 +5,7 @@ Imported lazily by name, so `run.py --help` and flag checks stay fast.
 
 import importlib
 
-EXPERIMENTS = ('distance', 'attention', 'gradient', 'cost', 'heads',
+EXPERIMENTS = ('distance', 'gating', 'attention', 'gradient', 'cost', 'heads',
                'induction', 'budget', 'throughput', 'all')
 
 

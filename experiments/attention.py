@@ -21,6 +21,7 @@ import numpy as np
 
 from src import probes
 from src import record
+from src import stats
 from src import sweep
 from src import tasks as tasks_lib
 from src import train as train_lib
@@ -41,10 +42,13 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(DEFAULTS, seeds=4, steps=300)
 accepts = lambda spec: spec.has_attention  # the beam is its weights
 
-COLUMNS = ['length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
+COLUMNS = ['model', 'length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
            'accuracy', 'steps', 'wall_s']
 CLASSES = ('A', 'B')  # label 0 is A, label 1 is B
 CONCENTRATED = 0.9  # the lesson's "over ninety per cent"
+# A seed's beam is asymmetric when one class puts at least this much less
+# weight on position 0 than the other (an effect size, fixed beforehand).
+ASYMMETRY = 0.05
 PROBE_EXAMPLES = 256  # per chunk, fixed strings (their own data stream)
 
 
@@ -58,53 +62,56 @@ def examples(model, tokens_BxL, labels_B):
 
 def run(config: Config, run_dir, *, stop=None) -> dict:
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
-  work = {L: sweep.group_work(config.steps, L, 'attention')
-          for L in config.lengths}
-  progress = record.Progress(sum(work.values()))
+  groups = [sweep.group(m, L) for m in config.models for L in config.lengths]
+  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop)
   finals = {}
-  for length in config.lengths:
-    name = f'attention_L{length:03d}'
-    task = train_lib.memory_task(length, config.num_filler)
-    ensemble = sweep.ensemble('attention', task, config,
+  for group in groups:
+    task = train_lib.memory_task(group.length, config.num_filler)
+    ensemble = sweep.ensemble(group.model, task, config,
                               probe=probes.searchlight,
                               probe_examples=PROBE_EXAMPLES)
-    if results.has(length=length):
-      progress.update(work[length], f'L={length} done')
-      finals[length] = _final_measurements(ensemble, config, run_dir, name)
+    if results.has(model=group.model, length=group.length):
+      sweeper.skip(group)
+      finals[group.name] = _final_measurements(ensemble, config, run_dir,
+                                               group.name)
       continue
-    history = _History(run_dir.path / 'tb' / name / 'history.npz')
-    trained = sweep.train_group(
-        run_dir, name, ensemble, config, progress=progress,
-        work=work[length], stop=stop,
-        on_chunk=lambda step, metrics, writer: history.log(
+    history = _History(run_dir.path / 'tb' / group.name / 'history.npz')
+    trained = sweeper.train(
+        group, ensemble, on_chunk=lambda step, metrics, writer: history.log(
             step, metrics['probe'], writer, config))
     eval_start = time.perf_counter()
     final = ensemble.measure(trained.state['params'], probes.searchlight,
                              num_examples=config.eval_examples)
     wall_s = trained.wall_s + time.perf_counter() - eval_start
-    rows = [dict(length=length, seed=s, first_symbol=CLASSES[c],
-                 pos0_mass=final['pos0_mass'][s, c],
-                 entropy=final['entropy'][s, c],
-                 accuracy=final['accuracy'][s, c], steps=config.steps,
-                 wall_s=wall_s)
-            for s in range(config.seeds) for c in range(2)]
     if trained.writer is not None:
       for c, cls in enumerate(CLASSES):
         trained.writer.add_scalar(f'test/pos0_mass/{cls}',
                                   final['pos0_mass'][:, c].mean(),
                                   config.steps)
-        trained.writer.add_scalar(f'test/accuracy/{cls}',
-                                  final['accuracy'][:, c].mean(), config.steps)
-    trained.close(config.steps)
-    results.append(rows)
-    finals[length] = _final_measurements(ensemble, config, run_dir, name,
-                                         trained.state['params'])
-    progress.say(
-        f'L={length:<4d} pos0 mass A {final["pos0_mass"][:, 0].mean():.3f}  '
-        f'B {final["pos0_mass"][:, 1].mean():.3f}  accuracy '
+    # Both classes are equally likely: the plain mean is the test accuracy.
+    trained.close(config.steps, final['accuracy'].mean(axis=1))
+    results.append(rows_for(group, final, config.steps, wall_s))
+    finals[group.name] = _final_measurements(ensemble, config, run_dir,
+                                             group.name,
+                                             trained.state['params'])
+    sweeper.progress.say(
+        f'{group.model} L={group.length:<4d} pos0 mass A '
+        f'{final["pos0_mass"][:, 0].mean():.3f}  B '
+        f'{final["pos0_mass"][:, 1].mean():.3f}  accuracy '
         f'{final["accuracy"].mean():.3f}  {wall_s:.1f}s '
         f'(compile {ensemble.compile_s:.1f}s)')
   return finish(config, run_dir, results.rows, finals)
+
+
+def rows_for(group, final, steps, wall_s) -> list[dict]:
+  """results.csv rows of one group from `probes.searchlight`'s per-seed,
+  per-class measurements (class axis: label 0 is A, label 1 is B)."""
+  num_seeds = np.asarray(final['pos0_mass']).shape[0]
+  return [dict(model=group.model, length=group.length, seed=s,
+               first_symbol=CLASSES[c], pos0_mass=final['pos0_mass'][s, c],
+               entropy=final['entropy'][s, c],
+               accuracy=final['accuracy'][s, c], steps=steps, wall_s=wall_s)
+          for s in range(num_seeds) for c in range(len(CLASSES))]
 
 
 class _History:
@@ -172,97 +179,131 @@ def _final_measurements(ensemble, config, run_dir, name, params=None):
 
 # -- the summary ----------------------------------------------------------------
 
+def dispersed_class(mass_a: float, mass_b: float) -> str:
+  """Which class has the dispersed beam in one seed: the one with at least
+  ASYMMETRY less weight on position 0; with less difference than that,
+  'both' if neither exceeds CONCENTRATED, else 'neither'."""
+  if abs(mass_a - mass_b) >= ASYMMETRY:
+    return 'A' if mass_a < mass_b else 'B'
+  if mass_a <= CONCENTRATED and mass_b <= CONCENTRATED:
+    return 'both'
+  return 'neither'
+
+
 def summarize(config: Config, rows: list[dict]) -> dict:
-  out = {'lengths': {}, 'claims': []}
-  for length in config.lengths:
-    mass = {c: {} for c in CLASSES}
-    ent = {c: {} for c in CLASSES}
-    acc = {c: [] for c in CLASSES}
-    for r in rows:
-      if int(r['length']) == length:
-        mass[r['first_symbol']][int(r['seed'])] = float(r['pos0_mass'])
-        ent[r['first_symbol']][int(r['seed'])] = float(r['entropy'])
-        acc[r['first_symbol']].append(float(r['accuracy']))
-    seeds = sorted(mass['A'])
-    classes = {}
-    for c in CLASSES:
-      m, lo, hi = record.mean_ci95([mass[c][s] for s in seeds])
-      e, elo, ehi = record.mean_ci95([ent[c][s] for s in seeds], bounds=None)
-      classes[c] = dict(pos0_mass=m, ci95=[lo, hi], entropy=e,
-                        entropy_ci95=[elo, ehi],
-                        accuracy=float(np.mean(acc[c])),
-                        seeds_over_0_9=sum(mass[c][s] > CONCENTRATED
-                                           for s in seeds))
-    per_seed = []
-    for s in seeds:
-      dispersed = [c for c in CLASSES if not mass[c][s] > CONCENTRATED]
-      per_seed.append(dict(
-          seed=s, pos0_mass_A=mass['A'][s], pos0_mass_B=mass['B'][s],
-          entropy_A=ent['A'][s], entropy_B=ent['B'][s],
-          dispersed=('neither', *dispersed, 'both')[len(dispersed)]
-          if len(dispersed) != 1 else dispersed[0]))
-    counts = {k: sum(p['dispersed'] == k for p in per_seed)
-              for k in ('A', 'B', 'neither', 'both')}
-    out['lengths'][str(length)] = dict(classes=classes, per_seed=per_seed,
-                                       dispersed_counts=counts)
-    n = len(seeds)
-    k_a = classes['A']['seeds_over_0_9']
-    out['claims'].append(dict(
-        claim='For sequences starting with A, position 0 takes over 90% of '
-              "the last query's weight.",
-        length=length,
-        measured=f'A: mean position-0 mass {classes["A"]["pos0_mass"]:.3f} '
-                 f'[{classes["A"]["ci95"][0]:.3f}, '
-                 f'{classes["A"]["ci95"][1]:.3f}]; over 0.9 in {k_a} of {n} '
-                 'seeds',
-        verdict=_k_of_n(k_a, n)))
-    k_b = sum(ent['B'][s] > ent['A'][s] for s in seeds)
-    out['claims'].append(dict(
-        claim="For sequences starting with B, the weight is more dispersed "
-              'than for A.',
-        length=length,
-        measured=f'B entropy above A entropy in {k_b} of {n} seeds; mean '
-                 f'entropy A {classes["A"]["entropy"]:.3f}, B '
-                 f'{classes["B"]["entropy"]:.3f} nats; dispersed beam (mass '
-                 f'<= 0.9) on A in {counts["A"]}, B in {counts["B"]}, both '
-                 f'in {counts["both"]}, neither in {counts["neither"]} seeds',
-        verdict=_k_of_n(k_b, n)))
+  out = {'models': {}, 'claims': []}
+  for model in config.models:
+    for length in config.lengths:
+      entry = summarize_group([r for r in rows if r['model'] == model
+                               and int(r['length']) == length])
+      out['models'].setdefault(model, {})[str(length)] = entry
+      out['claims'] += group_claims(model, length, entry)
   return out
 
 
-def _k_of_n(k, n):
-  if k == n:
-    return 'held'
-  return 'did not hold' if k == 0 else f'held in {k} of {n} seeds'
+def summarize_group(rows) -> dict:
+  """Per class and per seed, from one group's rows."""
+  mass = {c: {} for c in CLASSES}
+  ent = {c: {} for c in CLASSES}
+  acc = {c: [] for c in CLASSES}
+  for r in rows:
+    mass[r['first_symbol']][int(r['seed'])] = float(r['pos0_mass'])
+    ent[r['first_symbol']][int(r['seed'])] = float(r['entropy'])
+    acc[r['first_symbol']].append(float(r['accuracy']))
+  seeds = sorted(mass['A'])
+  classes = {}
+  for c in CLASSES:
+    m, lo, hi = stats.mean_ci95([mass[c][s] for s in seeds])
+    e, elo, ehi = stats.mean_ci95([ent[c][s] for s in seeds], bounds=None)
+    classes[c] = dict(pos0_mass=m, ci95=[lo, hi], entropy=e,
+                      entropy_ci95=[elo, ehi],
+                      accuracy=float(np.mean(acc[c])),
+                      seeds_over_0_9=sum(mass[c][s] > CONCENTRATED
+                                         for s in seeds))
+  per_seed = [dict(seed=s, pos0_mass_A=mass['A'][s], pos0_mass_B=mass['B'][s],
+                   entropy_A=ent['A'][s], entropy_B=ent['B'][s],
+                   dispersed=dispersed_class(mass['A'][s], mass['B'][s]))
+              for s in seeds]
+  counts = {k: sum(p['dispersed'] == k for p in per_seed)
+            for k in ('A', 'B', 'both', 'neither')}
+  return dict(classes=classes, per_seed=per_seed, dispersed_counts=counts)
+
+
+def group_claims(model, length, entry) -> list[dict]:
+  classes, counts = entry['classes'], entry['dispersed_counts']
+  n = len(entry['per_seed'])
+  k_a = classes['A']['seeds_over_0_9']
+  a_claim = dict(
+      claim='For sequences starting with A, position 0 takes over 90% of '
+            "the last query's weight.",
+      length=length, model=model,
+      measured=f'A: over 0.9 in {k_a} of {n} seeds; mean position-0 mass '
+               f'{classes["A"]["pos0_mass"]:.3f} '
+               f'[{classes["A"]["ci95"][0]:.3f}, '
+               f'{classes["A"]["ci95"][1]:.3f}]',
+      verdict=stats.k_of_n(k_a, n), test='per seed',
+      note=f'each seed judged alone: its mean weight on position 0 over A '
+           f'test strings must exceed {CONCENTRATED}')
+  k_b, k_ab = counts['B'], counts['A'] + counts['B']
+  p = stats.binomial(k_b, k_ab)
+  if p < stats.ALPHA:
+    verdict = stats.HELD if 2 * k_b > k_ab else stats.NOT_HELD
+    reading = ('B is the dispersed class more often than chance: a property '
+               'of the task' if verdict == stats.HELD else
+               'A is the dispersed class more often than chance')
+  else:
+    verdict = stats.INCONCLUSIVE
+    reading = (f'the asymmetry is a per-seed choice, not a property of the '
+               f'task: {k_ab} of {n} seeds have one, split A {counts["A"]} / '
+               f'B {counts["B"]}' if k_ab else
+               'no seed has an asymmetric beam')
+  b_claim = dict(
+      claim='For sequences starting with B, the weight is more dispersed '
+            'than for A.',
+      length=length, model=model,
+      measured=f'dispersed beam on B in {k_b}, on A in {counts["A"]} of the '
+               f'{k_ab} seeds with one (two-sided binomial test against an '
+               f'even split, p = {stats.fmt_p(p)}); both {counts["both"]}, '
+               f'neither {counts["neither"]}; {reading}',
+      verdict=verdict, test='exact binomial test, two-sided, p = 1/2', p=p,
+      note=f'per seed, the dispersed class puts at least {ASYMMETRY} less '
+           'weight on position 0 than the other; A and B are exchangeable '
+           'by construction, so the test asks whether B is the dispersed '
+           'class more often than a fair coin would make it')
+  return [a_claim, b_claim]
 
 
 def finish(config, run_dir, rows, finals) -> dict:
   summary = summarize(config, rows)
-  walls = {int(r['length']): float(r['wall_s']) for r in rows}
+  walls = {(r['model'], r['length']): float(r['wall_s']) for r in rows}
   summary['wall_s'] = sum(walls.values())
 
   def draw(writer):
-    first = config.lengths[0]
-    if finals.get(first) is not None:
-      plot(config, first, finals[first], run_dir.path / 'attention.png',
+    first = sweep.group(config.models[0], config.lengths[0])
+    if finals.get(first.name) is not None:
+      plot(config, first, finals[first.name], run_dir.path / 'attention.png',
            writer)
     if len(config.lengths) > 1:
       plot_lengths(config, summary, run_dir.path / 'attention_lengths.png',
                    writer)
 
   record.publish(run_dir, config, summary, draw)
-  for length, s in summary['lengths'].items():
-    print(f'\nL={length}: last query weight on position 0 (mean over '
-          f'{config.seeds} seeds, 95% interval)')
-    print(record.table(
-        [[c, f'{s["classes"][c]["pos0_mass"]:.3f}',
-          f'[{s["classes"][c]["ci95"][0]:.3f}, '
-          f'{s["classes"][c]["ci95"][1]:.3f}]',
-          f'{s["classes"][c]["entropy"]:.3f}',
-          f'{s["classes"][c]["accuracy"]:.3f}', s['dispersed_counts'][c]]
-         for c in CLASSES],
-        ['class', 'pos0_mass', 'ci95', 'entropy', 'accuracy',
-         'seeds dispersed']))
+  for model, by_length in summary['models'].items():
+    for length, s in by_length.items():
+      print(f'\n{model} L={length}: last query weight on position 0 (mean '
+            f'over {config.seeds} seeds, 95% interval)')
+      print(record.table(
+          [[c, f'{s["classes"][c]["pos0_mass"]:.3f}',
+            f'[{s["classes"][c]["ci95"][0]:.3f}, '
+            f'{s["classes"][c]["ci95"][1]:.3f}]',
+            f'{s["classes"][c]["entropy"]:.3f}',
+            f'{s["classes"][c]["accuracy"]:.3f}', s['dispersed_counts'][c]]
+           for c in CLASSES],
+          ['class', 'pos0_mass', 'ci95', 'entropy', 'accuracy',
+           'seeds dispersed']))
+      print('per seed (position-0 mass A / B, dispersed class): ' + ', '.join(
+          f'{p["seed"]}: {p["pos0_mass_A"]:.2f}/{p["pos0_mass_B"]:.2f} '
+          f'{p["dispersed"]}' for p in s['per_seed']))
   sweep.print_claims(summary)
   return summary
 
@@ -270,18 +311,17 @@ def finish(config, run_dir, rows, finals) -> dict:
 _TOKEN_TEXT = {tasks_lib.A: 'A', tasks_lib.B: 'B', tasks_lib.QUERY: '?'}
 
 
-def plot(config, length, final, path, writer=None):
+def plot(config, group, final, path, writer=None):
   plt = record.pyplot()
+  length = group.length
   fig = plt.figure(figsize=(10, 6.2))
   grid = fig.add_gridspec(2 + 4, 2, height_ratios=[4, 0.5, 1, 1, 1, 1])
   pos = np.arange(length)
   for c, cls in enumerate(CLASSES):
     ax = fig.add_subplot(grid[0, c])
     w_SxL = np.asarray(final['weights'])[:, c]
-    ax.bar(pos, w_SxL.mean(0), color='C3' if c == 0 else 'C0', alpha=0.85)
-    ax.errorbar(pos, w_SxL.mean(0), yerr=[w_SxL.mean(0) - w_SxL.min(0),
-                                         w_SxL.max(0) - w_SxL.mean(0)],
-                fmt='none', ecolor='k', lw=0.8, capsize=2)
+    ax.bar(pos, w_SxL.mean(0), color='C3' if c == 0 else 'C0', alpha=0.6)
+    record.seed_dots(ax, pos, w_SxL.T, 'k', log_x=False)
     m = np.asarray(final['pos0_mass'])[:, c]
     ax.set_title(f'{cls} strings: position 0 takes {m.mean():.2f} '
                  f'(seeds {m.min():.2f} to {m.max():.2f})', fontsize=9)
@@ -304,8 +344,9 @@ def plot(config, length, final, path, writer=None):
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_ylabel(f'{CLASSES[labels[i]]}', rotation=0, labelpad=10)
-  fig.suptitle(f'The searchlight at L={length}: mean over {config.seeds} '
-               'seeds and fresh strings, bars span the seeds. Below: seed 0 '
+  fig.suptitle(f'The searchlight of {group.model} at L={length}: mean over '
+               f'{config.seeds} '
+               'seeds and fresh strings (bars), each seed (dots). Below: seed 0 '
                'on four strings (filler as digits, query as ?)', fontsize=9)
   record.save_figure(fig, path, writer, 'figures/attention')
 
@@ -314,12 +355,14 @@ def plot_lengths(config, summary, path, writer=None):
   plt = record.pyplot()
   fig, ax = plt.subplots(figsize=(6, 3.8))
   lengths = sorted(config.lengths)
+  by_length = summary['models'][config.models[0]]
   for c, cls in enumerate(CLASSES):
-    g = [summary['lengths'][str(L)]['classes'][cls] for L in lengths]
-    ax.errorbar(lengths, [x['pos0_mass'] for x in g],
-                yerr=[[x['pos0_mass'] - x['ci95'][0] for x in g],
-                      [x['ci95'][1] - x['pos0_mass'] for x in g]],
-                fmt='o-', label=cls, color='C3' if c == 0 else 'C0')
+    color = 'C3' if c == 0 else 'C0'
+    ax.plot(lengths, [by_length[str(L)]['classes'][cls]['pos0_mass']
+                      for L in lengths], '-', label=cls, color=color)
+    record.seed_dots(ax, lengths, [
+        [p[f'pos0_mass_{cls}'] for p in by_length[str(L)]['per_seed']]
+        for L in lengths], color, offset=0.02 * (c - 0.5))
   ax.axhline(CONCENTRATED, ls=':', color='k', lw=1, label='0.9')
   ax.set_xscale('log')
   ax.set_xlabel('sequence length L')

@@ -1,10 +1,12 @@
 """Everything at once, at a quadratic price: what one step costs at length L.
 
-Command: `python run.py --exp=cost` (about 2.5 minutes on a 2-core CPU).
+Command: `python run.py --exp=cost` (about 3 minutes on a 2-core CPU).
 For each model and length (64 to 8192), one forward pass and one training
 step (Adam) on a batch of 2 strings, d_model 32: FLOPs and bytes from XLA's
 cost analysis, peak temporary memory from the compiled executable, median
-wall time over repeats after warm-up, and the sequential depth.
+wall time over repeats after warm-up, and the sequential depth: the longest
+chain of operations that must wait for one another, counted from the
+program (`costs.sequential_depth`), not assumed.
 
 Every model is measured as a sequence model uses it: an output at every
 position (`attention` computes every query against every key). The
@@ -12,11 +14,12 @@ classifier's exact shortcut, which computes only the last query, is measured
 too as `attention_last`.
 
 XLA's cost analysis counts a loop body once, whatever its trip count, so a
-recurrent scan is analysed twice, one and two steps per loop iteration: the
-difference is one step's cost, and the total is rebuilt as the rest plus L
-steps. Expect FLOPs ~ L^2 for attention (exponent near 2) and ~ L for the
-recurrent nets (near 1); wall time, on a CPU, is where the sequential depth
-(L dependent steps against one) shows.
+model that loops over positions is analysed twice, one and two steps per
+loop iteration: the difference is one step's cost, and the total is rebuilt
+as the rest plus L steps. Expect FLOPs ~ L^2 for attention (exponent near 2)
+and ~ L for the recurrent nets (near 1); depth constant in L for attention,
+growing like L for a loop over positions, like log L for an associative
+scan; wall time, on a CPU, is where the depth shows.
 """
 
 import dataclasses
@@ -24,7 +27,9 @@ import dataclasses
 import numpy as np
 
 from src import costs
+from src import models as models_lib
 from src import record
+from src import stats
 from src import sweep
 from src.checkpoint import Preempted
 from src.config import Config
@@ -32,7 +37,7 @@ from src.config import Config
 DEFAULTS = Config(
     exp='cost',
     models=('attention', 'attention_last', 'lstm', 'gru', 'rnn'),
-    lengths=(64, 128, 256, 512, 1024, 2048, 4096, 8192),
+    lengths=(64, 128, 256, 512, 1024, 2048, 4096, 8192),  # doublings
     seeds=1,  # cost is per model; seeds do not enter
     steps=1,
     batch_size=2,  # the grid is per string; at 8192 one step is seconds
@@ -45,17 +50,25 @@ COLUMNS = ['model', 'length', 'pass', 'flops', 'bytes', 'peak_bytes',
            'wall_s', 'depth', 'compile_s']
 PASSES = ('forward', 'train')
 TIME_BUDGET_S = 0.5  # per measurement, after a warm-up call
-COLORS = {'attention': 'C3', 'attention_last': 'C1', 'lstm': 'C0',
-          'gru': 'C2', 'rnn': 'C7'}
+# What the exponents are read as: FLOPs ~ L^2 within QUADRATIC, ~ L within
+# LINEAR; a depth that grows by the same amount per doubling (largest step
+# within LOG_STEADY times the smallest) is logarithmic.
+QUADRATIC, LINEAR, LOG_STEADY = (1.8, 2.2), (0.8, 1.2), 1.5
 
 
 def estimate_bytes(config: Config) -> int:
-  """The attention training step's L x L grids (scores, weights and their
-  gradients, per head) dominate; float32."""
-  if not any(m == 'attention' for m in config.models):
-    return 0
+  """The largest training step over the models at the longest length: what
+  each keeps per string (its registry entry) for 2 strings, with full
+  L x L grids for attention's every-position pass; float32, a few times
+  over for the gradients."""
   L = max(config.lengths)
-  return 4 * 4 * config.batch_size * config.num_heads * L * L
+  worst = 0
+  for m in config.models:
+    spec = models_lib.get(m)
+    layers = config.num_layers + (1 if spec.sequence_outputs else 0)
+    worst = max(worst, spec.activations(L, config.d_model, config.num_heads,
+                                        layers))
+  return int(4 * 4 * config.batch_size * worst)
 
 
 def measure(model: str, config: Config, length: int) -> list[dict]:
@@ -72,8 +85,7 @@ def measure(model: str, config: Config, length: int) -> list[dict]:
         bytes=c['bytes'], peak_bytes=int(c['memory'].temp_size_in_bytes),
         wall_s=costs.median_seconds(c['compiled'], c['args'],
                                     budget_s=TIME_BUDGET_S),
-        depth=config.num_layers if model.startswith('attention') else length,
-        compile_s=c['compile_s']))
+        depth=c['depth'], compile_s=c['compile_s']))
   return rows
 
 
@@ -81,8 +93,10 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
   groups = [(m, L) for m in config.models for L in config.lengths]
   # Cost grows with L for every model: weight the ETA by L (L^2 above 1024
-  # for the full attention grid).
-  work = {(m, L): L * (max(1, L / 1024) if m == 'attention' else 1)
+  # for a full attention grid).
+  work = {(m, L): L * (max(1, L / 1024)
+                       if models_lib.get(m).family == models_lib.ATTENTION
+                       and models_lib.get(m).sequence_outputs else 1)
           for m, L in groups}
   progress = record.Progress(sum(work.values()))
   for model, length in groups:
@@ -92,16 +106,32 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
       rows = measure(model, config, length)
       results.append(rows)
       progress.say(
-          f'{model:>14s} L={length:<5d} ' + '  '.join(
+          f'{model:>16s} L={length:<5d} ' + '  '.join(
               f'{r["pass"]}: {r["flops"]:.2e} FLOP {r["wall_s"] * 1e3:7.2f} ms '
-              f'{r["peak_bytes"] / 2**20:7.1f} MiB' for r in rows))
+              f'{r["peak_bytes"] / 2**20:7.1f} MiB depth {r["depth"]}'
+              for r in rows))
     progress.update(work[model, length], f'{model} L={length}')
   return finish(config, run_dir, results.rows)
 
 
-def loglog_slope(lengths, values):
-  x, y = np.log(np.asarray(lengths, float)), np.log(np.asarray(values, float))
-  return float(np.polyfit(x, y, 1)[0]) if len(x) > 1 else float('nan')
+def depth_shape(lengths, depths) -> dict:
+  """How the depth grows over doublings of L: 'constant' (no growth),
+  'logarithmic' (the same increment per doubling, within LOG_STEADY), or
+  'linear' (a log-log slope of at least 0.8), else 'other'."""
+  steps = np.diff(np.asarray(depths, float))
+  slope = stats.loglog_slope(lengths, np.maximum(depths, 1))
+  doubling = all(b == 2 * a for a, b in zip(lengths, lengths[1:]))
+  if np.all(steps == 0):
+    shape = 'constant'
+  elif slope >= LINEAR[0]:
+    shape = 'linear'
+  elif doubling and np.all(steps > 0) and steps.max() <= LOG_STEADY * \
+      steps.min():
+    shape = 'logarithmic'
+  else:
+    shape = 'other'
+  return {'shape': shape, 'loglog_slope': slope,
+          'per_doubling': steps.tolist()}
 
 
 def summarize(config: Config, rows: list[dict]) -> dict:
@@ -112,53 +142,100 @@ def summarize(config: Config, rows: list[dict]) -> dict:
   out = {'models': {}, 'fit_lengths': upper, 'claims': []}
   for m in config.models:
     out['models'][m] = {
-        p: {'flops_exponent': loglog_slope(upper, [get(m, p, L, 'flops')
-                                                   for L in upper]),
-            'wall_exponent': loglog_slope(upper, [get(m, p, L, 'wall_s')
-                                                  for L in upper]),
-            'peak_bytes_exponent': loglog_slope(
-                upper, [max(get(m, p, L, 'peak_bytes'), 1) for L in upper])}
+        p: {'flops_exponent': stats.loglog_slope(
+                upper, [get(m, p, L, 'flops') for L in upper]),
+            'wall_exponent': stats.loglog_slope(
+                upper, [get(m, p, L, 'wall_s') for L in upper]),
+            'peak_bytes_exponent': stats.loglog_slope(
+                upper, [max(get(m, p, L, 'peak_bytes'), 1) for L in upper]),
+            'depth_growth': depth_shape(
+                lengths, [int(get(m, p, L, 'depth')) for L in lengths])}
         for p in PASSES}
     out['models'][m]['depth'] = {str(L): int(get(m, 'forward', L, 'depth'))
                                  for L in lengths}
-  for att in ('attention', 'attention_last'):
-    if att in config.models and 'lstm' in config.models:
-      cross = {}
-      for p in PASSES:
-        over = [L for L in lengths
-                if get(att, p, L, 'wall_s') > get('lstm', p, L, 'wall_s')]
-        cross[p] = over[0] if over else None
-      out[f'{att}_overtakes_lstm_wall_at'] = cross
-  m = out['models']
-  if 'attention' in m:
-    rec = [x for x in ('lstm', 'gru', 'rnn') if x in m]
-    fe = m['attention']['train']['flops_exponent']
-    out['claims'].append(dict(
-        claim='Attention pays an N x N price: doubling the length quadruples '
-              'the work.',
-        measured=f'FLOPs ~ L^{fe:.2f} for attention (train step), ' + ', '.join(
-            f'{x} L^{m[x]["train"]["flops_exponent"]:.2f}' for x in rec),
-        verdict='held' if 1.8 <= fe <= 2.2 else 'did not hold'))
-    # Parallel work keeps the chip busy; N dependent steps leave it waiting.
-    longest = lengths[-1]
-    rate = {x: get(x, 'train', longest, 'flops') / get(x, 'train', longest,
-                                                       'wall_s') for x in m}
-    out['flops_per_s_at_longest'] = rate
-    out['claims'].append(dict(
+    out['models'][m]['train_depth'] = {
+        str(L): int(get(m, 'train', L, 'depth')) for L in lengths}
+  longest = lengths[-1]
+  wall = {m: get(m, 'train', longest, 'wall_s') for m in config.models}
+  out['flops_per_s_at_longest'] = {
+      m: get(m, 'train', longest, 'flops') / wall[m] for m in config.models}
+  # Every model's training step against every other's at the longest length.
+  out['train_step_ratio_at_longest'] = {
+      m: {o: wall[m] / wall[o] for o in config.models if o != m}
+      for m in config.models}
+  spec = models_lib.get
+  full = [m for m in config.models if spec(m).family == models_lib.ATTENTION
+          and spec(m).sequence_outputs]
+  sequential = [m for m in config.models if spec(m).family.sequential]
+  for a in full:
+    for r in sequential:
+      over = [L for L in lengths
+              if get(a, 'train', L, 'wall_s') > get(r, 'train', L, 'wall_s')]
+      out.setdefault('overtakes_wall_at', {}).setdefault(a, {})[r] = (
+          over[0] if over else None)
+  out['claims'] = claims(out, full, sequential, config, lengths)
+  return out
+
+
+def claims(out, full, sequential, config, lengths) -> list[dict]:
+  m, res = out['models'], []
+  longest = lengths[-1]
+  for a in full:
+    fe = m[a]['train']['flops_exponent']
+    res.append(dict(
+        claim='Attention pays an N x N price: doubling the length '
+              'quadruples the work.',
+        model=a,
+        measured=f'FLOPs ~ L^{fe:.2f} for {a} (train step, L >= '
+                 f'{out["fit_lengths"][0]}), ' + ', '.join(
+                     f'{x} L^{m[x]["train"]["flops_exponent"]:.2f}'
+                     for x in m if x != a),
+        verdict=stats.HELD if QUADRATIC[0] <= fe <= QUADRATIC[1]
+        else stats.NOT_HELD, test='log-log slope, measured',
+        note=f'held = the FLOPs exponent of a training step lies in '
+             f'{QUADRATIC[0]}..{QUADRATIC[1]}'))
+  if full and sequential:
+    a = full[0]
+    shapes = {x: m[x]['train']['depth_growth'] for x in m}
+    held = (shapes[a]['shape'] == 'constant' and
+            all(shapes[x]['shape'] == 'linear' for x in sequential))
+    res.append(dict(
         claim='Attention is one matrix product over all pairs and runs in '
               'parallel; recurrence is N dependent steps.',
-        measured=f'sequential depth at L={longest}: ' + ', '.join(
-            f'{x} {m[x]["depth"][str(longest)]}' for x in m)
-        + f'; achieved FLOP/s of a training step at L={longest}: ' + ', '.join(
-            f'{x} {rate[x]:.2e}' for x in m) + (
-                '; attention overtakes the LSTM in wall time at L='
-                f'{out.get("attention_overtakes_lstm_wall_at", {}).get("train")}'
-                ' (train) on this machine' if 'lstm' in m else ''),
-        verdict='held' if all(rate['attention'] > rate[x] for x in rec)
-        else 'did not hold',
-        note='held = full attention keeps the hardware busier (higher '
-             'FLOP/s) than every recurrent net at the longest length'))
-  return out
+        model=a,
+        measured=f'sequential depth of a training step at L={longest}: '
+                 + ', '.join(f'{x} {m[x]["train_depth"][str(longest)]} '
+                             f'({shapes[x]["shape"]})' for x in m)
+                 + '; achieved FLOP/s: ' + ', '.join(
+                     f'{x} {out["flops_per_s_at_longest"][x]:.2e}' for x in m)
+                 + ''.join(f'; {a} overtakes {r} in wall time at L='
+                           f'{out["overtakes_wall_at"][a][r]}'
+                           for r in sequential) + ' on this machine',
+        verdict=stats.HELD if held else stats.NOT_HELD,
+        test='depth counted from the program',
+        note='held = the dependent chain of a training step is constant in '
+             f'L for {a} and grows linearly (log-log slope >= {LINEAR[0]}) '
+             'for every model that loops over positions'))
+  for x in m:
+    if models_lib.get(x).family != models_lib.LINEAR:
+      continue
+    fe = m[x]['train']['flops_exponent']
+    shape = m[x]['train']['depth_growth']
+    held = LINEAR[0] <= fe <= LINEAR[1] and shape['shape'] == 'logarithmic'
+    res.append(dict(
+        claim=f'A parallel linear recurrence ({x}): its cost grows linearly '
+              'with L and its sequential depth logarithmically.',
+        model=x,
+        measured=f'FLOPs ~ L^{fe:.2f} (train step); depth '
+                 f'{shape["shape"]}: +' + ', +'.join(
+                     str(int(d)) for d in shape['per_doubling'])
+                 + f' per doubling of L from {lengths[0]}',
+        verdict=stats.HELD if held else stats.NOT_HELD,
+        test='log-log slope and depth counted from the program',
+        note=f'held = FLOPs exponent in {LINEAR[0]}..{LINEAR[1]} and the '
+             'depth grows by a steady amount per doubling of L (the largest '
+             f'increment within {LOG_STEADY}x the smallest)'))
+  return res
 
 
 def finish(config, run_dir, rows) -> dict:
@@ -170,40 +247,46 @@ def finish(config, run_dir, rows) -> dict:
                         float(r['wall_s']), int(r['length']))
       writer.add_scalar(f'{r["pass"]}_flops/{r["model"]}', float(r['flops']),
                         int(r['length']))
+      writer.add_scalar(f'{r["pass"]}_depth/{r["model"]}', float(r['depth']),
+                        int(r['length']))
     plot(config, summary, rows, run_dir.path / 'cost.png', writer)
 
   record.publish(run_dir, config, summary, draw)
   table = [[m] + [f'{e[p][k]:.2f}' for p in PASSES
                   for k in ('flops_exponent', 'wall_exponent')]
+           + [e['train']['depth_growth']['shape']]
            for m, e in summary['models'].items()]
-  print(f'\nLog-log exponents over L in {summary["fit_lengths"]}')
+  print(f'\nLog-log exponents over L in {summary["fit_lengths"]}; depth of '
+        'a training step')
   print(record.table(table, ['model', 'fwd FLOPs', 'fwd wall', 'train FLOPs',
-                             'train wall']))
-  for k, v in summary.items():
-    if k.endswith('_overtakes_lstm_wall_at'):
-      print(f'{k}: {v}')
+                             'train wall', 'depth']))
   sweep.print_claims(summary)
   return summary
 
 
 def plot(config, summary, rows, path, writer=None):
   plt = record.pyplot()
-  fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+  fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
   lengths = sorted(config.lengths)
-  for ax, key, label in zip(axes, ('flops', 'peak_bytes', 'wall_s'),
+  for ax, key, label in zip(axes, ('flops', 'peak_bytes', 'wall_s', 'depth'),
                             ('FLOPs per training step',
                              'peak temporary memory (bytes)',
-                             'wall time per training step (s)')):
+                             'wall time per training step (s)',
+                             'sequential depth of a training step')):
     for m in config.models:
       v = [next(float(r[key]) for r in rows if r['model'] == m and
                 r['pass'] == 'train' and int(r['length']) == L)
            for L in lengths]
-      exponent = {'flops': 'flops_exponent', 'wall_s': 'wall_exponent',
-                  'peak_bytes': 'peak_bytes_exponent'}[key]
-      slope = summary['models'][m]['train'][exponent]
-      name = m + (' (last query only)' if m == 'attention_last' else '')
-      ax.plot(lengths, np.maximum(v, 1e-12), 'o-', color=COLORS.get(m),
-              label=f'{name}: slope {slope:.2f}')
+      if key == 'depth':
+        text = summary['models'][m]['train']['depth_growth']['shape']
+      else:
+        exponent = {'flops': 'flops_exponent', 'wall_s': 'wall_exponent',
+                    'peak_bytes': 'peak_bytes_exponent'}[key]
+        text = f'slope {summary["models"][m]["train"][exponent]:.2f}'
+      name = m + (' (last query only)'
+                  if not models_lib.get(m).sequence_outputs else '')
+      ax.plot(lengths, np.maximum(v, 1e-12), 'o-',
+              color=models_lib.get(m).color, label=f'{name}: {text}')
     ax.set_xscale('log', base=2)
     ax.set_yscale('log')
     ax.set_xlabel('sequence length L')

@@ -1,20 +1,22 @@
 """The direct bridge: does the signal from the output still reach position 0?
 
-Command: `python run.py --exp=gradient` (about 2.5 minutes on a 2-core CPU).
-For attention, LSTM, GRU and a plain RNN at lengths 5 to 80, four seeds,
-measures sensitivity = ||d(logit_A - logit_B) / d e_0||: the gradient of the
-output margin with respect to the input vector at position 0, mean over 512
-fixed strings (64 during training). At initialisation, after every 100
-training steps (the same
-budget as `distance`: 500 Adam steps of 32 strings), and at the end.
+Command: `python run.py --exp=gradient` (about 4 minutes on a 2-core CPU).
+For attention, the LSTM (Flax default and chrono), the GRU and a plain RNN
+at lengths 5 to 80, eight seeds, measures sensitivity = ||d(logit_A -
+logit_B) / d e_0||: the gradient of the output margin with respect to the
+input vector at position 0, mean over 512 fixed strings (64 during
+training). Raw norms depend on each model's embedding and logit scales, so
+beside it the same norm at the last filler position, and their ratio
+(`relative_sensitivity`), which is free of those scales. At
+initialisation, after every 100 training steps (the same budget as
+`distance`: 500 Adam steps of 32 strings), and at the end.
 
 Expect: at initialisation a recurrent net's sensitivity falls exponentially
 with the distance (one multiplication per step), so `log(sensitivity)` drops
-linearly; attention's falls only like 1/L, because untrained weights spread
-evenly over L positions. After training, attention's bridge carries the
-signal at every length (its factor is the weight on position 0, logged
-beside it), while a recurrent net that never learned to hold the symbol
-keeps a vanishing one.
+linearly in L; attention's falls like a power of L (1/L: untrained weights
+spread evenly over L positions). Each seed's decay is fitted both ways and
+the better fit named. After training, attention's bridge reaches position 0
+more strongly than the position next to the query, at every length.
 """
 
 import dataclasses
@@ -24,15 +26,17 @@ import numpy as np
 from src import models as models_lib
 from src import probes
 from src import record
+from src import stats
 from src import sweep
+from src import tasks as tasks_lib
 from src import train as train_lib
 from src.config import Config
 
 DEFAULTS = Config(
     exp='gradient',
-    models=('attention', 'lstm', 'gru', 'rnn'),
+    models=('attention', 'lstm', 'lstm_chrono', 'gru', 'rnn'),
     lengths=(5, 10, 20, 40, 80),  # doubling: a decay shows as a steady drop
-    seeds=4,
+    seeds=8,  # each seed's decay is fitted on its own
     steps=500,  # the distance experiment's budget
     batch_size=32,
     learning_rate=3e-3,
@@ -41,37 +45,37 @@ DEFAULTS = Config(
 )
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(
-    DEFAULTS, lengths=(5, 10, 20, 40), seeds=2, steps=200)
+    DEFAULTS, lengths=(5, 10, 20, 40), seeds=4, steps=200)
 accepts = lambda spec: True
 COLUMNS = ['model', 'length', 'seed', 'phase', 'step', 'sensitivity',
-           'pos0_mass', 'accuracy']
+           'pos0_mass', 'accuracy', 'sensitivity_last', 'relative_sensitivity']
 PROBE_EXAMPLES = 512
-COLORS = {'attention': 'C3', 'lstm': 'C0', 'gru': 'C2', 'rnn': 'C7'}
 
 
 def run(config: Config, run_dir, *, stop=None) -> dict:
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
-  groups = [(m, L) for m in config.models for L in config.lengths]
-  work = {g: sweep.group_work(config.steps, g[1], g[0]) for g in groups}
-  progress = record.Progress(sum(work.values()))
-  for model, length in groups:
-    if results.has(model=model, length=length, phase='trained'):
-      progress.update(work[model, length], f'{model} L={length} done')
+  groups = [sweep.group(m, L) for m in config.models for L in config.lengths]
+  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop)
+  for group in groups:
+    if results.has(model=group.model, length=group.length, phase='trained'):
+      sweeper.skip(group)
       continue
-    name = f'{model}_L{length:03d}'
-    task = train_lib.memory_task(length, config.num_filler)
-    ensemble = sweep.ensemble(model, task, config,
+    task = train_lib.memory_task(group.length, config.num_filler)
+    ensemble = sweep.ensemble(group.model, task, config,
                               probe=probes.margin_sensitivity,
                               probe_examples=64)
 
     def measure(params, phase, step):
       m = ensemble.measure(params, probes.margin_sensitivity,
-                           stream=train_lib.tasks_lib.PROBE_STREAM,
+                           stream=tasks_lib.PROBE_STREAM,
                            num_examples=PROBE_EXAMPLES)
-      return [dict(model=model, length=length, seed=s, phase=phase,
-                   step=step, sensitivity=m['sensitivity'][s],
+      return [dict(model=group.model, length=group.length, seed=s,
+                   phase=phase, step=step, sensitivity=m['sensitivity'][s],
                    pos0_mass=m['pos0_mass'][s] if 'pos0_mass' in m else '',
-                   accuracy=m['accuracy'][s]) for s in range(config.seeds)]
+                   accuracy=m['accuracy'][s],
+                   sensitivity_last=m['sensitivity_last'][s],
+                   relative_sensitivity=m['relative_sensitivity'][s])
+              for s in range(config.seeds)]
 
     init_rows = measure(ensemble.init()['params'], 'init', 0)
 
@@ -79,25 +83,24 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
       if writer is None:
         return
       probe = metrics['probe']
-      for key in ('sensitivity', 'pos0_mass'):
+      for key in ('sensitivity', 'relative_sensitivity', 'pos0_mass'):
         if key in probe:
           values = np.asarray(probe[key])[:config.seeds]
           writer.add_scalar(f'bridge/{key}', float(np.mean(values)), step)
 
-    trained = sweep.train_group(run_dir, name, ensemble, config,
-                                progress=progress, work=work[model, length],
-                                stop=stop, on_chunk=log_chunk)
+    trained = sweeper.train(group, ensemble, on_chunk=log_chunk)
     trained_rows = measure(trained.state['params'], 'trained', config.steps)
     if trained.writer is not None:
       init = np.mean([r['sensitivity'] for r in init_rows])
       trained.writer.add_scalar('bridge/sensitivity_at_init', init, 0)
-    trained.close(config.steps)
+    trained.close(config.steps, [r['accuracy'] for r in trained_rows])
     results.append(init_rows + trained_rows)
-    progress.say(
-        f'{model:>9s} L={length:<3d} sensitivity init '
+    sweeper.progress.say(
+        f'{group.model:>12s} L={group.length:<3d} sensitivity init '
         f'{np.mean([r["sensitivity"] for r in init_rows]):.2e}  trained '
-        f'{np.mean([r["sensitivity"] for r in trained_rows]):.2e}  accuracy '
-        f'{np.mean([r["accuracy"] for r in trained_rows]):.3f}')
+        f'{np.mean([r["sensitivity"] for r in trained_rows]):.2e}  relative '
+        f'{np.median([r["relative_sensitivity"] for r in trained_rows]):.3g}'
+        f'  accuracy {np.mean([r["accuracy"] for r in trained_rows]):.3f}')
   return finish(config, run_dir, results.rows)
 
 
@@ -110,101 +113,158 @@ def fit_slope(x, y):
 def summarize(config: Config, rows: list[dict]) -> dict:
   lengths = sorted(config.lengths)
   out = {'models': {}, 'claims': []}
+
+  def values(model, phase, key, L):
+    return {int(r['seed']): float(r[key]) for r in rows if r['model'] == model
+            and int(r['length']) == L and r['phase'] == phase}
+
   for model in config.models:
-    mean = {}
-    for phase in ('init', 'trained'):
-      for L in lengths:
-        v = [float(r['sensitivity']) for r in rows if r['model'] == model
-             and int(r['length']) == L and r['phase'] == phase]
-        mean[phase, L] = record.mean_ci95(v, bounds=None)
-    log_init = [np.log(mean['init', L][0]) for L in lengths]
+    mean = {(p, L): float(np.mean(list(values(model, p, 'sensitivity',
+                                              L).values())))
+            for p in ('init', 'trained') for L in lengths}
+    log_init = [np.log(mean['init', L]) for L in lengths]
+    seeds = sorted(values(model, 'init', 'sensitivity', lengths[0]))
+    fits = {s: stats.decay_fits(lengths, [values(model, 'init', 'sensitivity',
+                                                 L)[s] for L in lengths])
+            for s in seeds}
+    relative = {p: {str(L): [values(model, p, 'relative_sensitivity', L)[s]
+                             for s in seeds] for L in lengths}
+                for p in ('init', 'trained')}
     entry = {
-        'init_sensitivity': {str(L): mean['init', L][0] for L in lengths},
-        'trained_sensitivity': {str(L): mean['trained', L][0]
-                                for L in lengths},
-        'trained_ci95': {str(L): list(mean['trained', L][1:])
-                         for L in lengths},
-        # d log(sensitivity) / d(distance): exponential decay if the claim
-        # holds for recurrence; e^slope is the factor lost per step.
+        'init_sensitivity': {str(L): mean['init', L] for L in lengths},
+        'trained_sensitivity': {str(L): mean['trained', L] for L in lengths},
+        # d log(sensitivity) / d(distance) of the seed mean: exponential
+        # decay if the claim holds for recurrence; e^slope is the factor
+        # lost per step.
         'init_log_decay_per_step': fit_slope(lengths, log_init),
         'init_factor_per_step': float(np.exp(fit_slope(lengths, log_init))),
         # d log(sensitivity) / d log(L): -1 is a 1/L fall.
         'init_loglog_slope': fit_slope(np.log(lengths), log_init),
         'trained_ratio_longest_to_shortest':
-            mean['trained', lengths[-1]][0] / mean['trained', lengths[0]][0],
+            mean['trained', lengths[-1]] / mean['trained', lengths[0]],
+        # Each seed's decay at init fitted both ways (log-linear in L, and
+        # in log L); the better fit by residual sum of squares.
+        'init_fits_per_seed': {str(s): f for s, f in fits.items()},
+        'relative_sensitivity': relative,
     }
-    if model == 'attention':
+    if models_lib.get(model).has_attention:
       entry['trained_pos0_mass'] = {
-          str(L): float(np.mean([float(r['pos0_mass']) for r in rows
-                                 if r['model'] == model and
-                                 int(r['length']) == L and
-                                 r['phase'] == 'trained']))
-          for L in lengths}
+          str(L): float(np.mean(list(values(model, 'trained', 'pos0_mass',
+                                            L).values()))) for L in lengths}
     out['models'][model] = entry
-  m = out['models']
-  recurrent = [x for x in config.models if x != 'attention']
-  if 'attention' in m and recurrent:
-    att = m['attention']
-    worst = min(recurrent, key=lambda x: m[x]['trained_ratio_longest_to_shortest'])
-    out['claims'].append(dict(
-        claim='Through recurrence the signal to position 0 dies away with '
-              'distance (exponentially, at initialisation).',
-        measured='; '.join(
-            f'{x}: x{m[x]["init_factor_per_step"]:.3f} per step at init'
-            for x in recurrent) + f'; attention: log-log slope '
-            f'{att["init_loglog_slope"]:.2f} (1/L is -1)',
-        verdict='held' if all(m[x]['init_log_decay_per_step'] < 0
-                              for x in recurrent) else 'did not hold'))
-    att_ratio = att['trained_ratio_longest_to_shortest']
-    strong = att_ratio > max(m[x]['trained_ratio_longest_to_shortest']
-                             for x in recurrent)
-    out['claims'].append(dict(
-        claim='After training, attention keeps a strong bridge to position 0 '
-              'at every length.',
-        measured=f'trained sensitivity at L={lengths[-1]} / L={lengths[0]}: '
-                 f'attention {att_ratio:.3g}, ' + ', '.join(
-                     f'{x} {m[x]["trained_ratio_longest_to_shortest"]:.3g}'
-                     for x in recurrent) + f' (weakest: {worst})',
-        verdict='held' if strong else 'did not hold'))
+  out['claims'] = claims(config, out['models'], lengths)
+  return out
+
+
+def claims(config, m, lengths) -> list[dict]:
+  out = []
+  recurrent = [x for x in config.models if models_lib.get(x).family.recurrent]
+  attention = [x for x in config.models
+               if models_lib.get(x).family == models_lib.ATTENTION]
+  for model in recurrent:
+    fits = m[model]['init_fits_per_seed'].values()
+    k = sum(f['better'] == 'exponential' and f['exponential']['slope'] < 0
+            for f in fits)
+    factors = [np.exp(f['exponential']['slope']) for f in fits]
+    out.append(dict(
+        claim=f'Through recurrence ({model}) the signal to position 0 dies '
+              'away exponentially with distance (at initialisation).',
+        model=model,
+        measured=f'exponential fits better than a power law, with a falling '
+                 f'slope, in {k} of {len(factors)} seeds; median factor '
+                 f'x{np.median(factors):.3f} per step (seeds '
+                 f'{min(factors):.3f} to {max(factors):.3f})' + ''.join(
+                     f'; {a}: log-log slope '
+                     f'{m[a]["init_loglog_slope"]:.2f} (1/L is -1)'
+                     for a in attention),
+        verdict=stats.k_of_n(k, len(factors)), test='per seed',
+        note='each seed: log(sensitivity) at initialisation fitted against '
+             'L (exponential) and against log L (power law), two '
+             'parameters each; the smaller residual sum of squares names '
+             'the shape'))
+  for model in attention:
+    rel = m[model]['relative_sensitivity']['trained']
+    seeds = len(rel[str(lengths[0])])
+    lowest = [min(rel[str(L)][s] for L in lengths) for s in range(seeds)]
+    k = sum(x > 1 for x in lowest)
+    others = [x for x in recurrent]
+    out.append(dict(
+        claim=f'After training, attention ({model}) keeps a strong bridge to '
+              'position 0 at every length.',
+        model=model,
+        measured=f'position 0 reaches the output more strongly than the '
+                 f'last filler position at every length in {k} of {seeds} '
+                 f'seeds (lowest per-seed ratio {min(lowest):.3g}); median '
+                 f'ratio at L={lengths[-1]}: {model} '
+                 f'{np.median(rel[str(lengths[-1])]):.3g}' + ''.join(
+                     f', {x} {np.median(m[x]["relative_sensitivity"]["trained"][str(lengths[-1])]):.3g}'
+                     for x in others),
+        verdict=stats.k_of_n(k, seeds), test='per seed',
+        note='scale-free: the sensitivity to position 0 divided by the '
+             'sensitivity to the last filler position (L-2), per seed; the '
+             'bridge is strong where the ratio exceeds 1 at every tested '
+             'length'))
   return out
 
 
 def finish(config, run_dir, rows) -> dict:
   summary = summarize(config, rows)
   record.publish(run_dir, config, summary, lambda writer: plot(
-      config, summary, run_dir.path / 'gradient.png', writer))
+      config, summary, rows, run_dir.path / 'gradient.png', writer))
   lengths = sorted(config.lengths)
   table = []
   for model, e in summary['models'].items():
+    rel = e['relative_sensitivity']['trained']
     table.append([model, f'{e["init_factor_per_step"]:.3f}',
                   f'{e["init_loglog_slope"]:.2f}'] + [
-                      f'{e["trained_sensitivity"][str(L)]:.2e}'
-                      for L in lengths] + [
-                          f'{e["trained_ratio_longest_to_shortest"]:.3g}'])
-  print('\nMargin sensitivity to position 0 (mean over seeds)')
+                      f'{np.median(rel[str(L)]):.3g}' for L in lengths])
+  print('\nAt initialisation: factor per step and log-log slope of the mean '
+        'sensitivity; trained: median over seeds of the sensitivity to '
+        'position 0 relative to the last filler position')
   print(record.table(table, ['model', 'init x/step', 'init loglog'] + [
-      f'trained L={L}' for L in lengths] + ['ratio']))
+      f'trained L={L}' for L in lengths]))
   sweep.print_claims(summary)
   return summary
 
 
-def plot(config, summary, path, writer=None):
+def plot(config, summary, rows, path, writer=None):
   plt = record.pyplot()
-  fig, ax = plt.subplots(figsize=(7, 4.2))
+  fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
   lengths = sorted(config.lengths)
-  for model, e in summary['models'].items():
-    color = COLORS.get(model)
-    ax.plot(lengths, [e['init_sensitivity'][str(L)] for L in lengths], '--',
-            color=color, marker='o', mfc='none')
-    ax.plot(lengths, [e['trained_sensitivity'][str(L)] for L in lengths],
-            '-', color=color, marker='o', label=model)
-  ax.plot([], [], 'k--', label='at initialisation')
-  ax.plot([], [], 'k-', label=f'trained ({config.steps} steps)')
-  ax.set_yscale('log')
-  ax.set_xlabel('sequence length L (steps from position 0 to the output)')
-  ax.set_ylabel('||d margin / d e_0||')
-  ax.set_title('The direct bridge: how much the output still feels '
-               'position 0', fontsize=10)
-  ax.legend(fontsize=8, ncol=2)
-  ax.grid(alpha=0.3, which='both')
+  n = len(summary['models'])
+  for i, (model, e) in enumerate(summary['models'].items()):
+    color = models_lib.get(model).color
+    offset = 0.02 * (i - (n - 1) / 2)
+    for phase, style in (('init', '--'), ('trained', '-')):
+      per_seed = [[float(r['sensitivity']) for r in rows
+                   if r['model'] == model and r['phase'] == phase
+                   and int(r['length']) == L] for L in lengths]
+      axes[0].plot(lengths, [e[f'{phase}_sensitivity'][str(L)]
+                             for L in lengths], style, color=color,
+                   label=model if phase == 'trained' else None)
+      if phase == 'init':
+        record.seed_dots(axes[0], lengths, per_seed, color, offset=offset)
+    rel = e['relative_sensitivity']['trained']
+    axes[1].plot(lengths, [np.median(rel[str(L)]) for L in lengths], '-',
+                 color=color, label=model)
+    record.seed_dots(axes[1], lengths, [rel[str(L)] for L in lengths], color,
+                     offset=offset)
+  axes[0].plot([], [], 'k--', label='at initialisation (dots: seeds)')
+  axes[0].plot([], [], 'k-', label=f'trained ({config.steps} steps)')
+  axes[0].set_ylabel('||d margin / d e_0||, mean over seeds')
+  axes[0].set_title('Raw sensitivity to position 0', fontsize=10)
+  axes[1].axhline(1.0, color='k', ls=':', lw=1)
+  axes[1].set_ylabel('sensitivity to position 0 / to position L-2')
+  axes[1].set_title(f'Trained, scale-free: median (line) and seeds (dots)',
+                    fontsize=10)
+  for ax in axes:
+    ax.set_yscale('log')
+    ax.set_xscale('log')
+    ax.set_xticks(lengths, [str(L) for L in lengths])
+    ax.minorticks_off()
+    ax.set_xlabel('sequence length L (steps from position 0 to the output)')
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3, which='both')
+  fig.suptitle('The direct bridge: how much the output still feels position '
+               '0', fontsize=11)
   record.save_figure(fig, path, writer, 'figures/gradient')

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from src import record
+from src import stats
 from src import sweep
 from src import tasks as tasks_lib
 from src import train as train_lib
@@ -47,7 +48,8 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, heads=(1, 2), seeds=2, steps=400)
 accepts = lambda spec: spec.has_attention  # heads are attention's
-COLUMNS = ['num_heads', 'length', 'seed', 'head', 'mass_first', 'mass_second',
+COLUMNS = ['model', 'num_heads', 'length', 'seed', 'head', 'mass_first',
+           'mass_second',
            'ablated_acc_first', 'ablated_acc_second', 'accuracy']
 SPECIALISED = 0.5  # a head "holds" a relation with over half its weight on it
 PROBE_EXAMPLES = 512
@@ -89,18 +91,19 @@ def head_roles(model, tokens_BxL, labels_B):
 
 def run(config: Config, run_dir, *, stop=None) -> dict:
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
-  groups = [(h, L) for h in config.heads for L in config.lengths]
-  work = {g: sweep.group_work(config.steps, g[1], 'attention') for g in groups}
-  progress = record.Progress(sum(work.values()))
+  groups = [sweep.group(m, L, name=f'{m}_heads{h}_L{L:03d}', num_heads=h)
+            for m in config.models for h in config.heads
+            for L in config.lengths]
+  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop)
   maps = {}
-  for num_heads, length in groups:
-    name = f'heads{num_heads}_L{length:03d}'
+  for group in groups:
+    num_heads, length = group.hparams['num_heads'], group.length
     task = two_symbol_task(length, config.num_filler)
-    ensemble = sweep.ensemble('attention', task, config, num_heads=num_heads,
+    ensemble = sweep.ensemble(group.model, task, config, num_heads=num_heads,
                               num_layers=1, probe=head_roles,
                               probe_examples=PROBE_EXAMPLES)
-    if results.has(num_heads=num_heads, length=length):
-      progress.update(work[num_heads, length], f'{name} done')
+    if results.has(model=group.model, num_heads=num_heads, length=length):
+      sweeper.skip(group)
       continue
 
     def log_chunk(step, metrics, writer):
@@ -117,14 +120,12 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
             p['maps'][0, :, h], p['second_position'][0]), step,
                          dataformats='HWC')
 
-    trained = sweep.train_group(run_dir, name, ensemble, config,
-                                progress=progress,
-                                work=work[num_heads, length], stop=stop,
-                                on_chunk=log_chunk)
+    trained = sweeper.train(group, ensemble, on_chunk=log_chunk)
     final = ensemble.measure(trained.state['params'], head_roles,
                              num_examples=config.eval_examples)
     trained.close(config.steps, final['accuracy'])
-    rows = [dict(num_heads=num_heads, length=length, seed=s, head=h,
+    rows = [dict(model=group.model, num_heads=num_heads, length=length,
+                 seed=s, head=h,
                  mass_first=final['mass_first'][s, h],
                  mass_second=final['mass_second'][s, h],
                  ablated_acc_first=final['ablated_first'][s, h],
@@ -133,7 +134,8 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
             for s in range(config.seeds) for h in range(num_heads)]
     results.append(rows)
     maps[num_heads, length] = final
-    progress.say(f'{num_heads} head(s) L={length}: accuracy '
+    sweeper.progress.say(f'{group.model} {num_heads} head(s) L={length}: '
+                         f'accuracy '
                  f'{final["accuracy"].mean():.3f}  ' + '  '.join(
                      f'h{h} first {final["mass_first"][:, h].mean():.2f} '
                      f'second {final["mass_second"][:, h].mean():.2f}'
@@ -151,45 +153,58 @@ def _map_image(map_NxL, second_N):
 
 
 def summarize(config: Config, rows: list[dict]) -> dict:
-  out = {'num_heads': {}, 'claims': []}
-  for length in config.lengths:
-    for h_count in config.heads:
-      sub = [r for r in rows if int(r['num_heads']) == h_count
-             and int(r['length']) == length]
-      seeds = sorted({int(r['seed']) for r in sub})
-      acc = [float(next(r['accuracy'] for r in sub if int(r['seed']) == s))
-             for s in seeds]
-      mean, lo, hi = record.mean_ci95(acc)
-      split = 0
-      per_seed = []
-      for s in seeds:
-        heads = [r for r in sub if int(r['seed']) == s]
-        first = [int(r['head']) for r in heads
-                 if float(r['mass_first']) > SPECIALISED]
-        second = [int(r['head']) for r in heads
-                  if float(r['mass_second']) > SPECIALISED]
-        separate = bool(first and second and set(first) != set(second))
-        split += separate
-        per_seed.append(dict(seed=s, first_heads=first, second_heads=second,
-                             separate=separate))
-      out['num_heads'][str(h_count)] = dict(
-          length=length, accuracy=mean, ci95=[lo, hi], per_seed=per_seed,
-          seeds_specialised=split)
-  if '2' in out['num_heads']:
-    two = out['num_heads']['2']
-    n = len(two['per_seed'])
-    k = two['seeds_specialised']
-    out['claims'].append(dict(
-        claim='Several heads specialise on different relations without '
-              'being told.',
-        measured=f'with 2 heads, the two relations ended on different heads '
-                 f'(each with over {SPECIALISED} of its weight) in {k} of {n} '
-                 'seeds; accuracy by head count: ' + ', '.join(
-                     f'{h}: {v["accuracy"]:.3f}'
-                     for h, v in out['num_heads'].items()),
-        verdict='held' if k == n else (
-            'did not hold' if k == 0 else f'held in {k} of {n} seeds')))
+  out = {'models': {}, 'claims': []}
+  for model in config.models:
+    by_heads = {}
+    for length in config.lengths:
+      for h_count in config.heads:
+        sub = [r for r in rows if r['model'] == model
+               and int(r['num_heads']) == h_count
+               and int(r['length']) == length]
+        by_heads[str(h_count)] = summarize_group(sub, length)
+    out['models'][model] = {'num_heads': by_heads}
+    if '2' in by_heads:
+      out['claims'].append(claim(model, by_heads))
   return out
+
+
+def summarize_group(rows, length) -> dict:
+  """Per seed: which heads hold each relation (over SPECIALISED of their
+  weight), and whether the two relations sit on different heads."""
+  seeds = sorted({int(r['seed']) for r in rows})
+  acc = [float(next(r['accuracy'] for r in rows if int(r['seed']) == s))
+         for s in seeds]
+  mean, lo, hi = stats.mean_ci95(acc)
+  per_seed = []
+  for s in seeds:
+    heads = [r for r in rows if int(r['seed']) == s]
+    first = [int(r['head']) for r in heads
+             if float(r['mass_first']) > SPECIALISED]
+    second = [int(r['head']) for r in heads
+              if float(r['mass_second']) > SPECIALISED]
+    separate = bool(first and second and set(first) != set(second))
+    per_seed.append(dict(seed=s, first_heads=first, second_heads=second,
+                         separate=separate, accuracy=acc[seeds.index(s)]))
+  return dict(length=length, accuracy=mean, ci95=[lo, hi],
+              per_seed=per_seed,
+              seeds_specialised=sum(p['separate'] for p in per_seed))
+
+
+def claim(model, by_heads) -> dict:
+  two = by_heads['2']
+  n, k = len(two['per_seed']), two['seeds_specialised']
+  return dict(
+      claim='Several heads specialise on different relations without being '
+            'told.',
+      model=model,
+      measured=f'with 2 heads, the two relations ended on different heads '
+               f'(each with over {SPECIALISED} of its weight) in {k} of {n} '
+               'seeds; accuracy by head count: ' + ', '.join(
+                   f'{h}: {v["accuracy"]:.3f}' for h, v in by_heads.items()),
+      verdict=stats.k_of_n(k, n), test='per seed',
+      note=f'each seed judged alone: one head holds over {SPECIALISED} of '
+           'its weight on the first symbol, another over '
+           f'{SPECIALISED} on the second')
 
 
 def finish(config, run_dir, rows, maps) -> dict:
@@ -198,10 +213,12 @@ def finish(config, run_dir, rows, maps) -> dict:
       config, rows, maps, run_dir.path / 'heads.png', writer))
   print('\nAccuracy by head count (4 classes, chance 0.25)')
   print(record.table(
-      [[h, f'{v["accuracy"]:.3f}', f'[{v["ci95"][0]:.3f}, {v["ci95"][1]:.3f}]',
+      [[m, h, f'{v["accuracy"]:.3f}', ' '.join(
+          f'{p["accuracy"]:.2f}' for p in v['per_seed']),
         f'{v["seeds_specialised"]}/{len(v["per_seed"])}']
-       for h, v in summary['num_heads'].items()],
-      ['heads', 'accuracy', 'ci95', 'seeds split']))
+       for m, e in summary['models'].items()
+       for h, v in e['num_heads'].items()],
+      ['model', 'heads', 'accuracy', 'seeds', 'seeds split']))
   sweep.print_claims(summary)
   return summary
 

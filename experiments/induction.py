@@ -24,7 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from src import models as models_lib
 from src import record
+from src import stats
 from src import sweep
 from src import tasks as tasks_lib
 from src import train as train_lib
@@ -51,9 +53,9 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(DEFAULTS, seeds=2)
 accepts = lambda spec: True
 COLUMNS = ['model', 'num_layers', 'length', 'seed', 'accuracy']
-HEAD_COLUMNS = ['num_layers', 'length', 'seed', 'layer', 'head',
+HEAD_COLUMNS = ['model', 'num_layers', 'length', 'seed', 'layer', 'head',
                 'prev_token_score', 'induction_score']
-CANNOT, CAN = 0.5, 0.9  # "cannot": below 50% accuracy; "can": at least 90%
+CANNOT, CAN = 0.5, 0.9  # per seed, "cannot": below 50%; "can": at least 90%
 PROBE_EXAMPLES = 512
 
 
@@ -84,27 +86,38 @@ def accuracy_only(model, tokens_BxL, labels_B):
   return {'accuracy': (jnp.argmax(logits, -1) == labels_B).mean()}
 
 
+def accuracy_key(model: str, depth: int) -> str:
+  """How a group is named in the summary: `attention_2layer`, `lstm`."""
+  return (f'{model}_{depth}layer' if models_lib.get(model).layered
+          else model)
+
+
 def run(config: Config, run_dir, *, stop=None) -> dict:
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
   head_rows = record.ResultsCsv(run_dir.path / 'heads.csv', HEAD_COLUMNS)
-  groups = [(m, d, L) for m in config.models
-            for d in (config.depths if m == 'attention' else (1,))
+  groups = [sweep.group(m, L, name=f'{accuracy_key(m, d)}_L{L:03d}',
+                        num_layers=d)
+            for m in config.models
+            for d in (config.depths if models_lib.get(m).layered else (1,))
             for L in config.lengths]
-  work = {g: sweep.group_work(config.steps, g[2], g[0]) * g[1] for g in groups}
-  progress = record.Progress(sum(work.values()))
+  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop, step_work={
+      g.name: g.hparams['num_layers'] * models_lib.get(g.model).step_work(
+          g.length) for g in groups})
   examples = {}
-  for model, depth, length in groups:
-    name = f'{model}{depth if model == "attention" else ""}_L{length:03d}'
+  for group in groups:
+    model, depth, length = group.model, group.hparams['num_layers'], \
+        group.length
     if results.has(model=model, num_layers=depth, length=length):
-      progress.update(work[model, depth, length], f'{name} done')
+      sweeper.skip(group)
       continue
     task = induction_task(length, config.vocab)
-    probe = head_scores if model == 'attention' else accuracy_only
+    has_attention = models_lib.get(model).has_attention
+    probe = head_scores if has_attention else accuracy_only
     ensemble = sweep.ensemble(model, task, config, num_layers=depth,
                               probe=probe, probe_examples=PROBE_EXAMPLES)
 
     def log_chunk(step, metrics, writer):
-      if writer is None or model != 'attention':
+      if writer is None or not has_attention:
         return
       p = jax.tree.map(lambda x: np.asarray(x)[:config.seeds],
                        metrics['probe'])
@@ -115,71 +128,95 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
           writer.add_scalar(f'induction/layer{layer}_head{h}',
                             p['induction'][:, layer, h].mean(), step)
 
-    trained = sweep.train_group(run_dir, name, ensemble, config,
-                                progress=progress,
-                                work=work[model, depth, length], stop=stop,
-                                on_chunk=log_chunk)
+    trained = sweeper.train(group, ensemble, on_chunk=log_chunk)
     final = ensemble.measure(trained.state['params'], probe,
                              num_examples=config.eval_examples)
     trained.close(config.steps, final['accuracy'])
-    if model == 'attention':
+    if has_attention:
       head_rows.append([
-          dict(num_layers=depth, length=length, seed=s, layer=layer,
-               head=h, prev_token_score=final['prev_token'][s, layer, h],
+          dict(model=model, num_layers=depth, length=length, seed=s,
+               layer=layer, head=h,
+               prev_token_score=final['prev_token'][s, layer, h],
                induction_score=final['induction'][s, layer, h])
           for s in range(config.seeds) for layer in range(depth)
           for h in range(config.num_heads)])
+      examples[model, depth] = final
     results.append([dict(model=model, num_layers=depth, length=length,
                          seed=s, accuracy=final['accuracy'][s])
                     for s in range(config.seeds)])
-    if model == 'attention':
-      examples[depth] = final
-    progress.say(f'{name}: accuracy {final["accuracy"].mean():.3f} (seeds '
-                 + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
+    sweeper.progress.say(
+        f'{group.name}: accuracy {final["accuracy"].mean():.3f} (seeds '
+        + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
   return finish(config, run_dir, results.rows, head_rows.rows, examples)
 
 
 def summarize(config: Config, rows, head_rows) -> dict:
   out = {'accuracy': {}, 'roles': [], 'chance': 1 / config.vocab,
          'claims': []}
+  per_seed = {}
   for r in rows:
-    key = (f'{r["model"]}_{r["num_layers"]}layer' if r['model'] == 'attention'
-           else r['model'])
-    out['accuracy'].setdefault(key, []).append(float(r['accuracy']))
-  out['accuracy'] = {
-      k: dict(zip(('mean', 'ci95_low', 'ci95_high'), record.mean_ci95(v)),
-              seeds=v) for k, v in out['accuracy'].items()}
+    key = accuracy_key(r['model'], int(r['num_layers']))
+    per_seed.setdefault(key, {})[int(r['seed'])] = float(r['accuracy'])
+  for key, by_seed in per_seed.items():
+    v = [by_seed[s] for s in sorted(by_seed)]
+    out['accuracy'][key] = dict(
+        zip(('mean', 'ci95_low', 'ci95_high'), stats.mean_ci95(v)), seeds=v)
   deepest = max(config.depths)
-  for s in sorted({int(r['seed']) for r in head_rows
-                   if int(r['num_layers']) == deepest}):
-    heads = [r for r in head_rows
-             if int(r['num_layers']) == deepest and int(r['seed']) == s]
-    if deepest < 2:
-      break
-    prev = max((r for r in heads if r['layer'] == '0'),
-               key=lambda r: float(r['prev_token_score']))
-    ind = max((r for r in heads if int(r['layer']) == deepest - 1),
-              key=lambda r: float(r['induction_score']))
-    out['roles'].append(dict(
-        seed=s, previous_token_head=f'layer 0 head {prev["head"]}',
-        previous_token_score=float(prev['prev_token_score']),
-        induction_head=f'layer {deepest - 1} head {ind["head"]}',
-        induction_score=float(ind['induction_score'])))
-  acc = out['accuracy']
-  if 'attention_1layer' in acc and 'attention_2layer' in acc:
-    one, two = acc['attention_1layer']['mean'], acc['attention_2layer']['mean']
-    cannot, can = one < CANNOT, two >= CAN
-    out['claims'].append(dict(
-        claim='One attention layer cannot fetch what follows a token; two '
-              'layers can (induction).',
-        measured=f'accuracy 1 layer {one:.3f}, 2 layers {two:.3f} (chance '
-                 f'{1 / config.vocab:.3f}'
-                 + (f', LSTM {acc["lstm"]["mean"]:.3f}' if 'lstm' in acc
-                    else '') + ')',
-        verdict='held' if cannot and can else (
-            'partly' if cannot or can else 'did not hold'),
-        note=f'"cannot" is read as below {CANNOT:.0%} accuracy, "can" as at '
-             f'least {CAN:.0%}'))
+  attention = [m for m in config.models if models_lib.get(m).has_attention]
+  if deepest >= 2 and attention:
+    model = attention[0]
+    for s in sorted({int(r['seed']) for r in head_rows
+                     if int(r['num_layers']) == deepest
+                     and r['model'] == model}):
+      heads = [r for r in head_rows if r['model'] == model and
+               int(r['num_layers']) == deepest and int(r['seed']) == s]
+      prev = max((r for r in heads if r['layer'] == '0'),
+                 key=lambda r: float(r['prev_token_score']))
+      ind = max((r for r in heads if int(r['layer']) == deepest - 1),
+                key=lambda r: float(r['induction_score']))
+      out['roles'].append(dict(
+          seed=s, model=model,
+          previous_token_head=f'layer 0 head {prev["head"]}',
+          previous_token_score=float(prev['prev_token_score']),
+          induction_head=f'layer {deepest - 1} head {ind["head"]}',
+          induction_score=float(ind['induction_score'])))
+  out['claims'] = claims(config, per_seed)
+  return out
+
+
+def claims(config, per_seed) -> list[dict]:
+  """Per seed (seed i of the 1-layer and the 2-layer stack are a pair):
+  attention's claim needs 1 layer below CANNOT and 2 layers at CAN or above;
+  another layered model's, 2 layers at CAN or above."""
+  out = []
+  others = ''.join(f', {m} {np.mean(list(per_seed[m].values())):.3f}'
+                   for m in config.models
+                   if not models_lib.get(m).layered and m in per_seed)
+  for model in config.models:
+    spec = models_lib.get(model)
+    one, two = (per_seed.get(accuracy_key(model, d)) for d in (1, 2))
+    if not spec.layered or two is None:
+      continue
+    seeds = sorted(two)
+    if spec.family == models_lib.ATTENTION and one is not None:
+      k = sum(one[s] < CANNOT and stats.reaches(two[s], CAN) for s in seeds)
+      text = (f'One attention layer ({model}) cannot fetch what follows a '
+              'token; two layers can (induction).')
+      rule = (f'each seed: 1 layer below {CANNOT:.0%} accuracy and 2 layers '
+              f'at {CAN:.0%} or above')
+    else:
+      k = sum(stats.reaches(two[s], CAN) for s in seeds)
+      text = f'Two layers of {model} do induction.'
+      rule = f'each seed: 2 layers at {CAN:.0%} accuracy or above'
+    measured = (f'in {k} of {len(seeds)} seeds; accuracy per seed, 2 '
+                'layers: ' + ' '.join(f'{two[s]:.3f}' for s in seeds))
+    if one is not None:
+      measured += ('; 1 layer: ' + ' '.join(f'{one[s]:.3f}'
+                                            for s in sorted(one)))
+    measured += f' (chance {1 / config.vocab:.3f}{others})'
+    out.append(dict(claim=text, model=model, measured=measured,
+                    verdict=stats.k_of_n(k, len(seeds)), test='per seed',
+                    note=rule))
   return out
 
 
@@ -189,9 +226,9 @@ def finish(config, run_dir, rows, head_rows, examples) -> dict:
       config, summary, examples, run_dir.path / 'induction.png', writer))
   print(f'\nInduction accuracy (chance {1 / config.vocab:.3f})')
   print(record.table([[k, f'{v["mean"]:.3f}',
-                       f'[{v["ci95_low"]:.3f}, {v["ci95_high"]:.3f}]']
+                       ' '.join(f'{a:.3f}' for a in v['seeds'])]
                       for k, v in summary['accuracy'].items()],
-                     ['model', 'accuracy', 'ci95']))
+                     ['model', 'accuracy', 'seeds']))
   for role in summary['roles']:
     print(f'seed {role["seed"]}: previous-token {role["previous_token_head"]}'
           f' ({role["previous_token_score"]:.2f}), induction '
@@ -201,30 +238,35 @@ def finish(config, run_dir, rows, head_rows, examples) -> dict:
 
 
 def plot(config, summary, examples, path, writer=None):
+  """Accuracy by model and depth (bars: mean, dots: seeds), and the maps of
+  seed 0 in the deepest attention stack trained in this process."""
   plt = record.pyplot()
-  deepest = max(examples) if examples else None
+  shown = max(examples, key=lambda k: k[1]) if examples else None
   H = config.num_heads
-  n_layers = deepest or 0
+  n_layers = shown[1] if shown else 0
   fig = plt.figure(figsize=(4 + 3.2 * H, 3.4 * max(n_layers, 1)))
   grid = fig.add_gridspec(max(n_layers, 1), H + 1)
   ax = fig.add_subplot(grid[:, 0])
   names = list(summary['accuracy'])
-  means = [summary['accuracy'][k]['mean'] for k in names]
-  err = [[m - summary['accuracy'][k]['ci95_low'] for k, m in zip(names, means)],
-         [summary['accuracy'][k]['ci95_high'] - m for k, m in zip(names, means)]]
-  ax.bar(range(len(names)), means, yerr=err, capsize=4,
-         color=['C3' if 'attention' in k else 'C0' for k in names])
+  models = {accuracy_key(m, d): m for m in config.models
+            for d in (config.depths if models_lib.get(m).layered else (1,))}
+  colors = [models_lib.get(models[k]).color for k in names]
+  ax.bar(range(len(names)), [summary['accuracy'][k]['mean'] for k in names],
+         color=colors, alpha=0.6)
+  record.seed_dots(ax, range(len(names)),
+                   [summary['accuracy'][k]['seeds'] for k in names], 'k',
+                   log_x=False)
   ax.axhline(1 / config.vocab, ls=':', color='k', lw=1, label='chance')
-  ax.set_xticks(range(len(names)), [k.replace('attention_', 'attn ')
-                                    for k in names], fontsize=8)
+  ax.set_xticks(range(len(names)), [k.replace('_', '\n') for k in names],
+                fontsize=7)
   ax.set_ylim(0, 1.02)
-  ax.set_ylabel('test accuracy')
+  ax.set_ylabel('test accuracy (bars: mean; dots: seeds)')
   ax.legend(fontsize=8)
   ax.set_title('accuracy by depth', fontsize=9)
-  if deepest:
-    ex = examples[deepest]
+  if shown:
+    ex = examples[shown]
     maps = np.asarray(ex['example_maps'])[0]  # seed 0: layers x H x L x L
-    roles = summary['roles'][0] if summary['roles'] else {}
+    roles = next((r for r in summary['roles'] if r['seed'] == 0), {})
     tokens = np.asarray(ex['example_tokens'])[0]
     after = int(np.asarray(ex['example_after_trigger'])[0])
     for layer in range(n_layers):
@@ -242,6 +284,7 @@ def plot(config, summary, examples, path, writer=None):
         a.set_xticks(range(len(tokens)), tokens, fontsize=5)
         a.set_yticks([])
   fig.suptitle(f'Induction: L={config.lengths[0]}, vocabulary '
-               f'{config.vocab}; maps: seed 0, one string (green: the '
-               'token after the earlier trigger)', fontsize=9)
+               f'{config.vocab}; maps: {shown[0] if shown else ""} seed 0, '
+               'one string (green: the token after the earlier trigger)',
+               fontsize=9)
   record.save_figure(fig, path, writer, 'figures/induction')

@@ -88,7 +88,8 @@ def counted(model: str, pass_name: str, **kwargs):
     bytes_ += (steps - 1) * (bytes2 - bytes_)
     compile_s += compile2
   return {'compiled': compiled, 'args': args, 'flops': flops,
-          'bytes': bytes_, 'memory': memory, 'compile_s': compile_s}
+          'bytes': bytes_, 'memory': memory, 'compile_s': compile_s,
+          'depth': sequential_depth(fn, *args)}
 
 
 def median_seconds(fn, args, *, budget_s: float = 0.5, min_runs: int = 3,
@@ -109,3 +110,58 @@ def matmul_flops_per_s(n: int = 1024, budget_s: float = 1.0) -> float:
   a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
   f = jax.jit(lambda a: a @ a)
   return 2 * n ** 3 / median_seconds(f, (a,), budget_s=budget_s)
+
+
+# -- sequential depth, counted from the program ------------------------------------
+
+# Parameters holding the jaxpr of a primitive that calls one (pjit, custom
+# derivatives, checkpointing, shard_map, closed calls); scan and cond are
+# handled on their own.
+_CALLED = ('jaxpr', 'call_jaxpr', 'fun_jaxpr')
+
+
+def sequential_depth(fn, *args) -> int:
+  """The longest chain of dependent operations in `fn`'s program: every
+  primitive counts one step, a call counts its body's chain, a `lax.scan`
+  its body's chain times its trip count, a `cond` its longest branch. The
+  number of steps that must wait for one another, whatever the hardware's
+  width: constant in L for attention, L times a step for a recurrence,
+  about log L for an associative scan."""
+  closed = jax.make_jaxpr(fn)(*args)
+  return max(_depths(closed.jaxpr, [0] * len(closed.jaxpr.invars)),
+             default=0)
+
+
+def _depths(jaxpr, in_depths) -> list[int]:
+  from jax.extend import core as jax_core
+  env = dict(zip(jaxpr.invars, in_depths))
+
+  def read(v):
+    return 0 if isinstance(v, jax_core.Literal) else env.get(v, 0)
+
+  for eqn in jaxpr.eqns:
+    ins = [read(v) for v in eqn.invars]
+    start = max(ins, default=0)
+    name = eqn.primitive.name
+    if name == 'scan':
+      body = eqn.params['jaxpr'].jaxpr
+      step = max(_depths(body, [0] * len(body.invars)), default=0)
+      outs = [start + eqn.params['length'] * max(step, 1)] * len(eqn.outvars)
+    elif name == 'while':
+      raise ValueError('a while loop has no static trip count; use lax.scan')
+    elif name == 'cond':
+      outs = [start + max(max(_depths(b.jaxpr, ins[1:]), default=0)
+                          for b in eqn.params['branches'])] * len(eqn.outvars)
+    elif any(k in eqn.params for k in _CALLED):
+      sub = next(eqn.params[k] for k in _CALLED if k in eqn.params)
+      sub = getattr(sub, 'jaxpr', sub)
+      if len(sub.invars) == len(ins):
+        outs = _depths(sub, ins)
+      else:  # a call that prepends or drops arguments: be conservative
+        outs = [start + max(_depths(sub, [0] * len(sub.invars)),
+                            default=0)] * len(eqn.outvars)
+    else:
+      outs = [start + 1] * len(eqn.outvars)
+    for v, d in zip(eqn.outvars, outs):
+      env[v] = d
+  return [read(v) for v in jaxpr.outvars]

@@ -49,20 +49,30 @@ def searchlight(model, tokens_BxL, labels_B, num_classes=2):
 
 
 def margin_sensitivity(model, tokens_BxL, labels_B):
-  """||d(logit_A - logit_B) / d e_0||, mean over strings: how strongly the
-  output margin still feels the input vector at position 0 (token plus
-  position embedding). The margin, unlike the loss, does not vanish once the
-  task is learned."""
+  """How strongly the output margin logit_A - logit_B still feels the input
+  vector (token plus position embedding) at position 0: ||d margin / d e_0||,
+  mean over strings ('sensitivity'). The margin, unlike the loss, does not
+  vanish once the task is learned.
+
+  Raw norms depend on each model's embedding and logit scales, so beside it:
+  the same norm at the last filler position L-2 ('sensitivity_last', the
+  nearest position that carries nothing the answer needs) and their ratio
+  ('relative_sensitivity' = sensitivity / sensitivity_last), which those
+  scales cancel out of: above 1, position 0 reaches the output more strongly
+  than the position next to it."""
   x_BxLxD = model.embed(tokens_BxL)
 
-  def total_margin(e0_BxD):
-    logits_BxC, aux = model.classify(x_BxLxD.at[:, 0].set(e0_BxD))
+  def total_margin(x_BxLxD):
+    logits_BxC, aux = model.classify(x_BxLxD)
     # Strings are independent: the gradient of the sum is each one's own.
     return jnp.sum(logits_BxC[:, 0] - logits_BxC[:, 1]), (logits_BxC, aux)
 
-  grad_BxD, (logits_BxC, aux) = jax.grad(total_margin, has_aux=True)(
-      x_BxLxD[:, 0])
-  out = {'sensitivity': jnp.linalg.norm(grad_BxD, axis=-1).mean(),
+  grad_BxLxD, (logits_BxC, aux) = jax.grad(total_margin, has_aux=True)(
+      x_BxLxD)
+  norms_BxL = jnp.linalg.norm(grad_BxLxD, axis=-1)
+  first, last = norms_BxL[:, 0].mean(), norms_BxL[:, -2].mean()
+  out = {'sensitivity': first, 'sensitivity_last': last,
+         'relative_sensitivity': first / jnp.maximum(last, 1e-30),
          'accuracy': (jnp.argmax(logits_BxC, -1) == labels_B).mean()}
   if 'attention' in aux:  # attention: the bridge's own coefficient
     out['pos0_mass'] = aux['attention'][-1][:, :, -1, 0].mean()

@@ -17,29 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-# Two-sided 97.5% Student-t quantiles for 1..30 degrees of freedom.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
-         2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093,
-         2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045,
-         2.042)
-
-
-def mean_ci95(values, bounds=(0.0, 1.0)) -> tuple[float, float, float]:
-  """Mean and Student-t 95% interval over seeds (the mean alone for one),
-  clipped to the quantity's `bounds` (accuracies and weights: [0, 1])."""
-  x = np.asarray(values, np.float64)
-  x = x[np.isfinite(x)]
-  if x.size == 0:
-    return math.nan, math.nan, math.nan
-  mean = float(x.mean())
-  if x.size == 1:
-    return mean, mean, mean
-  t = _T975[x.size - 2] if x.size - 1 <= len(_T975) else 1.960
-  half = t * float(x.std(ddof=1)) / math.sqrt(x.size)
-  lo, hi = bounds if bounds else (-math.inf, math.inf)
-  return mean, max(mean - half, lo), min(mean + half, hi)
-
-
 def write_json(path: str | Path, obj) -> None:
   """Atomic: a reader never sees half a file."""
   path = Path(path)
@@ -84,6 +61,23 @@ class ResultsCsv:
     return distributed.agree(any(
         all(row[k] == str(v) for k, v in match.items()) for row in self.rows))
 
+  def drop(self, where) -> None:
+    """Removes the rows for which `where(row)` holds (rewritten atomically):
+    what a killed run wrote past its last checkpoint."""
+    keep = [r for r in self.rows if not where(r)]
+    if len(keep) == len(self.rows):
+      return
+    self.rows = keep
+    if self.write:
+      tmp = self.path.with_suffix('.tmp')
+      with open(tmp, 'w', newline='') as f:
+        writer = csv.DictWriter(f, self.columns)
+        writer.writeheader()
+        writer.writerows(keep)
+        f.flush()
+        os.fsync(f.fileno())
+      os.replace(tmp, self.path)
+
   def append(self, rows: list[dict]) -> None:
     if not self.write:
       self.rows.extend({k: _cell(row[k]) for k in self.columns} for row in rows)
@@ -114,14 +108,40 @@ def tb_writer(logdir: str | Path, *, purge_step: int | None = None):
                        flush_secs=10)
 
 
-def write_hparams(writer, hparams: dict, metrics: dict) -> None:
-  """HPARAMS tab entry in the writer's own run (not a new subfolder)."""
-  from tensorboardX.summary import hparams as hparams_summary
-  experiment, start, end = hparams_summary(hparams, metrics)
-  for summary in (experiment, start, end):
-    writer.file_writer.add_summary(summary)
-  for name, value in metrics.items():
-    writer.add_scalar(name, value)
+def _tensorboard_summary(pb):
+  """tensorboard's hparams protos as tensorboardX's Summary class (they are
+  different classes of the same message)."""
+  from tensorboardX.proto import summary_pb2
+  return summary_pb2.Summary.FromString(pb.SerializeToString())
+
+
+def write_hparams_experiment(logdir, sessions: list[dict],
+                             metrics) -> None:
+  """One HParams experiment for the whole run: every hparam the sessions
+  use, a categorical one (strings, or numbers such as lengths) with the
+  discrete domain of the values the run has, and the metrics."""
+  from tensorboard.plugins.hparams import summary_v2 as hp
+  domains = {}
+  for session in sessions:
+    for name, value in session.items():
+      domains.setdefault(name, set()).add(value)
+  hparams = []
+  for name, values in domains.items():
+    values = sorted(values, key=lambda v: (isinstance(v, str), v))
+    hparams.append(hp.HParam(name, hp.Discrete(values)))
+  pb = hp.hparams_config_pb(hparams=hparams,
+                            metrics=[hp.Metric(m) for m in metrics])
+  writer = tb_writer(logdir)
+  writer.file_writer.add_summary(_tensorboard_summary(pb))
+  writer.close()
+
+
+def write_hparams_session(writer, hparams: dict) -> None:
+  """The group's HParams session, in its own run; its metrics are the
+  run's scalars of the experiment's metric tags."""
+  from tensorboard.plugins.hparams import summary_v2 as hp
+  writer.file_writer.add_summary(_tensorboard_summary(
+      hp.hparams_pb(hparams, trial_id=Path(writer.logdir).name)))
 
 
 def publish(run_dir, config, summary: dict, draw=None) -> None:
@@ -135,17 +155,6 @@ def publish(run_dir, config, summary: dict, draw=None) -> None:
   if draw is not None:
     draw(writer)
   writer.close()
-
-
-def critical_distance(length_accuracy, solved: float = 0.95):
-  """Largest tested L with mean accuracy >= `solved` at every tested L' <= L
-  (None if none)."""
-  best = None
-  for length, acc in sorted(length_accuracy):
-    if not acc >= solved:
-      break
-    best = length
-  return best
 
 
 def write_config_text(writer, config_json: dict) -> None:
@@ -171,6 +180,23 @@ def save_figure(fig, path: str | Path, writer=None, tag: str | None = None,
     writer.add_image(tag or Path(path).stem, figure_array(fig), step,
                      dataformats='HWC')
   pyplot().close(fig)
+
+
+def seed_dots(ax, x, values, color, *, offset: float = 0.0, log_x=True,
+              label=None):
+  """Every seed's value as a dot at `x`, shifted by `offset`, a fraction of
+  the x range (of its logarithm on a log axis), so models sit side by
+  side."""
+  x = np.asarray(x, float)
+  if log_x:
+    shift = x * max(x.max() / x.min(), 2.0) ** offset
+  else:
+    shift = x + offset * max(x.max() - x.min(), 1.0)
+  for xi, v in zip(shift, values):
+    v = np.asarray(v, float)
+    ax.scatter(np.full(v.shape, xi), v, s=12, color=color, alpha=0.55,
+               edgecolors='none', zorder=3, label=label)
+    label = None
 
 
 def figure_array(fig) -> np.ndarray:

@@ -24,8 +24,9 @@ A, B, QUERY = 0, 1, 2  # token ids of the two first symbols and the query marker
 FIRST_FILLER = 3  # memory task: filler ids FIRST_FILLER .. FIRST_FILLER + num_filler - 1
 MIN_LENGTH = 3  # first symbol, at least one filler, query
 
-# Independent data streams drawn from one seed's data key.
-TRAIN_STREAM, EVAL_STREAM, PROBE_STREAM = 0, 1, 2
+# Independent data streams drawn from one seed's data key: training, the
+# final test, the experiments' probes, and the test curve during training.
+TRAIN_STREAM, EVAL_STREAM, PROBE_STREAM, CURVE_STREAM = 0, 1, 2, 3
 
 
 def _mix(x):
@@ -100,6 +101,11 @@ def stream_key(data_key: jax.Array, stream: int) -> jax.Array:
 def train_key(data_key: jax.Array, step) -> jax.Array:
   """Training strings at `step`: a resumed run draws exactly the same ones."""
   return fold_in(stream_key(data_key, TRAIN_STREAM), step)
+
+
+def curve_key(data_key: jax.Array, step) -> jax.Array:
+  """Fresh test strings for the test curve at `step` (never trained on)."""
+  return fold_in(stream_key(data_key, CURVE_STREAM), step)
 
 
 # -- two relations at once (heads) ---------------------------------------------

@@ -119,8 +119,12 @@ class Ensemble:
                *, num_seeds: int, seed: int, batch_size: int,
                learning_rate: float, mesh: jax.sharding.Mesh | None = None,
                probe: Callable | None = None, probe_examples: int = 512,
+               curve_examples: int = 256,
                min_local_seeds: int = MIN_LOCAL_SEEDS):
     self.task = task
+    # Test accuracy on `curve_examples` fresh strings at the end of every
+    # chunk, inside the compiled program: the test curve (0: none).
+    self.curve_examples = curve_examples
     # probe(model, tokens, labels) -> pytree, measured on a fixed batch at the
     # end of every chunk, inside the compiled program.
     self.probe, self.probe_examples = probe, probe_examples
@@ -174,6 +178,14 @@ class Ensemble:
       (params, opt_state, diverged), (loss_T, acc_T) = jax.lax.scan(
           step, carry, steps_T)
       metrics = {'loss': loss_T, 'accuracy': acc_T}
+      if self.curve_examples:
+        tokens_BxL, labels_B = self.task.sample(
+            tasks_lib.curve_key(data_key, start_step + num_steps),
+            self.curve_examples)
+        curve = self._loss_and_accuracy(self.model(params), tokens_BxL,
+                                        labels_B)
+        metrics['test_loss'], metrics['test_accuracy'] = (curve['loss'],
+                                                          curve['accuracy'])
       if self.probe is not None:
         metrics['probe'] = self._measure_one(
             params, data_key, self.probe, tasks_lib.PROBE_STREAM,

@@ -69,6 +69,7 @@ class ModelSpec:
   color: str
   architecture: str
   activations: Callable[[int, int, int, int], float]
+  init_name: str = 'Flax default'  # the initialisation in two words (HParams)
   has_attention: bool = False
   loops_over_positions: bool = False
   sequence_outputs: bool = True
@@ -171,12 +172,14 @@ register(ModelSpec(
     'lstm_fb1', GATED, _recurrent('lstm', recurrent_lib.forget_bias(1.0)),
     init='forget-gate bias 1 (Gers et al. 2000; Jozefowicz et al. 2015; '
          'Keras, TensorFlow and Haiku default), the rest Flax default',
+    init_name='forget bias 1',
     color='#6baed6', architecture='lstm',
     activations=_recurrent_activations(4), loops_over_positions=True))
 register(ModelSpec(
     'lstm_chrono', GATED, _recurrent('lstm', recurrent_lib.lstm_chrono),
     init='chrono (Tallec & Ollivier 2018): forget-gate bias '
          'log U(1, T_max - 1), input-gate bias its negative, T_max = L',
+    init_name='chrono',
     color='#08306b', architecture='lstm',
     activations=_recurrent_activations(4), loops_over_positions=True))
 register(ModelSpec(
@@ -187,6 +190,7 @@ register(ModelSpec(
     'gru_chrono', GATED, _recurrent('gru', recurrent_lib.gru_chrono),
     init='chrono for the update gate (after Tallec & Ollivier 2018): '
          'z-bias log U(1, T_max - 1), T_max = L',
+    init_name='chrono',
     color='#00441b', architecture='gru',
     activations=_recurrent_activations(3), loops_over_positions=True))
 register(ModelSpec(
@@ -196,5 +200,6 @@ register(ModelSpec(
 register(ModelSpec(
     'rnn_uniform', PLAIN, _recurrent('rnn', recurrent_lib.pytorch_uniform),
     init="PyTorch nn.RNN's: every weight and bias U(-1/sqrt(d), 1/sqrt(d))",
+    init_name='PyTorch uniform',
     color='#252525', architecture='rnn',
     activations=_recurrent_activations(1), loops_over_positions=True))

@@ -1,0 +1,170 @@
+"""Gating at its best: does the gated net's advantage survive, or depend on,
+its initialisation?
+
+Command: `python run.py --exp=gating` (about 20 minutes on a 2-core CPU;
+`--quick` about 3). Trains, on the memory task at lengths 10 to 200, eight
+seeds each:
+- `lstm`: Flax's default (forget-gate bias 0, the gate starts at 0.5);
+- `lstm_fb1`: forget-gate bias 1 (Gers et al. 2000, Jozefowicz et al. 2015);
+- `lstm_chrono`: chrono init (Tallec & Ollivier 2018), T_max = L;
+- `gru`, `gru_chrono`: Flax's default, and chrono for the update gate;
+- `rnn`: Flax's default (orthogonal recurrent matrix);
+- `rnn_uniform`: PyTorch's `nn.RNN` (every weight U(-1/sqrt(d), 1/sqrt(d))).
+Each seed is tested on 2,048 fresh strings after 250, 500 and 1,000 Adam
+steps of 32 strings (no schedule: one run per group serves every budget).
+Seed i of every model trains on the same strings, so models are compared
+seed by seed: per-seed critical distances, exact sign tests.
+
+Expect: whether "gating carries the symbol further than a plain RNN" holds
+depends on the initialisation; this experiment says, for each
+initialisation and each budget, which way it went and how surely.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from src import claims as claims_lib
+from src import models as models_lib
+from src import record
+from src import stats
+from src import sweep
+from src.config import Config
+
+DEFAULTS = Config(
+    exp='gating',
+    models=('lstm', 'lstm_fb1', 'lstm_chrono', 'gru', 'gru_chrono', 'rnn',
+            'rnn_uniform'),
+    lengths=(10, 20, 50, 100, 200),  # 10 and 20 judge the lesson's ~15 steps
+    budgets=(250, 500, 1000),  # doublings, one run per group
+    seeds=8,  # paired by seed across models: exact sign tests can decide
+    steps=1000,  # the largest budget; set from --budgets
+    batch_size=32,
+    learning_rate=3e-3,
+    chunk_steps=50,
+    checkpoint_every=250,
+)
+# --quick: a first look in a fraction of the time (same code, fewer steps).
+QUICK = dataclasses.replace(
+    DEFAULTS, models=('lstm', 'lstm_chrono', 'rnn'), lengths=(10, 20, 50),
+    budgets=(150, 300), seeds=4, steps=300)
+accepts = lambda spec: spec.family.recurrent  # the claims are recurrence's
+COLUMNS = sweep.BUDGET_COLUMNS
+
+
+def run(config: Config, run_dir, *, stop=None) -> dict:
+  rows, _ = sweep.memory_budgets(config, run_dir, stop=stop)
+  return finish(config, run_dir, rows)
+
+
+def summarize(config: Config, rows) -> dict:
+  budgets, lengths = sorted(config.budgets), sorted(config.lengths)
+  plain = [m for m in config.models
+           if models_lib.get(m).family == models_lib.PLAIN]
+  gated = [m for m in config.models
+           if models_lib.get(m).family == models_lib.GATED]
+  out = {'critical_distance': {}, 'versus_rnn': {}, 'claims': []}
+  crit, by_budget = {}, {}
+  for budget in budgets:
+    table = claims_lib.accuracy_table(rows, steps=budget)
+    crit[budget] = {m: claims_lib.per_seed_critical(table, m, lengths)
+                    for m in config.models}
+    for m in config.models:
+      out['critical_distance'].setdefault(m, {})[str(budget)] = \
+          claims_lib.critical_summary(crit[budget][m])
+      for p in plain:
+        if p != m:
+          c = claims_lib.compare(m, p, crit[budget][m], crit[budget][p])
+          out['versus_rnn'].setdefault(m, {}).setdefault(str(budget), {})[
+              p] = {k: c[k] for k in ('wins', 'ties', 'losses', 'p')}
+    for g in gated:
+      for p in plain:
+        by_budget.setdefault((g, p), {})[budget] = \
+            claims_lib.gating_beats_plain(g, p, crit[budget][g],
+                                          crit[budget][p], lengths)
+    for p in plain:
+      by_budget.setdefault((p,), {})[budget] = claims_lib.plain_gives_way(
+          table, p, lengths)
+  last = budgets[-1]
+  for key, verdicts in by_budget.items():
+    claim = dict(verdicts[last])
+    claim['measured'] = (f'after {last} steps: {claim["measured"]}; by '
+                         'budget: ' + ', '.join(
+                             f'{b}: {v["verdict"]}' + (
+                                 f' (p = {stats.fmt_p(v["p"])})' if 'p' in v
+                                 else '') for b, v in verdicts.items()))
+    claim['steps'] = last
+    out['claims'].append(claim)
+  return out
+
+
+def finish(config, run_dir, rows) -> dict:
+  summary = summarize(config, rows)
+  record.publish(run_dir, config, summary, lambda writer: plot(
+      config, summary, run_dir.path / 'gating.png', writer))
+  budgets = sorted(config.budgets)
+  print(f'\nPer-seed critical distance: median [interval] and seeds, over '
+        f'L in {sorted(config.lengths)}')
+  print(record.table(
+      [[m, models_lib.get(m).init_name] + [
+          claims_lib.fmt_median(summary['critical_distance'][m][str(b)])
+          for b in budgets] + [' '.join(
+              str(c) for c in summary['critical_distance'][m][str(
+                  budgets[-1])]['per_seed'])]
+       for m in config.models],
+      ['model', 'initialisation'] + [f'{b} steps' for b in budgets]
+      + [f'seeds at {budgets[-1]}']))
+  plain = list(next(iter(summary['versus_rnn'].values()), {}).get(
+      str(budgets[-1]), {}))
+  if plain:
+    print(f'\nPaired by seed against each plain RNN after {budgets[-1]} '
+          'steps: further / tied / shorter (sign test p)')
+    print(record.table(
+        [[m] + [(lambda c: f'{c["wins"]}/{c["ties"]}/{c["losses"]} '
+                 f'(p={stats.fmt_p(c["p"])})')(
+                     summary['versus_rnn'][m][str(budgets[-1])][p])
+                if p in summary['versus_rnn'][m][str(budgets[-1])] else '-'
+                for p in plain]
+         for m in summary['versus_rnn']], ['model'] + [f'vs {p}'
+                                                        for p in plain]))
+  sweep.print_claims(summary)
+  return summary
+
+
+def plot(config, summary, path, writer=None):
+  """Per model and budget: each seed's critical distance (dots) and the
+  median (bar); 'none' below the shortest length."""
+  plt = record.pyplot()
+  budgets = sorted(config.budgets)
+  lengths = sorted(config.lengths)
+  floor = lengths[0] / 2  # where "solved no length" is drawn
+  fig, ax = plt.subplots(figsize=(1.3 * len(config.models) * len(budgets)
+                                  / 2 + 3, 4.4))
+  width = 0.8 / len(budgets)
+  rng = np.random.default_rng(0)
+  for i, model in enumerate(config.models):
+    color = models_lib.get(model).color
+    for j, b in enumerate(budgets):
+      c = summary['critical_distance'][model][str(b)]
+      x = i + (j - (len(budgets) - 1) / 2) * width
+      y = np.maximum(np.asarray(c['per_seed'], float), floor)
+      ax.scatter(x + rng.uniform(-0.25, 0.25, y.size) * width, y, s=14,
+                 color=color, alpha=0.3 + 0.7 * (j + 1) / len(budgets),
+                 edgecolors='none', zorder=3)
+      ax.hlines(max(c['median'], floor), x - width / 2.2, x + width / 2.2,
+                color=color, lw=2.5, zorder=4)
+      ax.text(x, floor * 0.72, str(b), ha='center', va='top', fontsize=6,
+              rotation=90)
+  ax.set_yscale('log')
+  ax.set_yticks([floor] + lengths, ['none'] + [str(L) for L in lengths])
+  ax.minorticks_off()
+  ax.set_ylim(floor * 0.35, lengths[-1] * 1.5)
+  ax.set_xticks(range(len(config.models)),
+                [f'{m}\n{models_lib.get(m).init_name}' for m in config.models],
+                fontsize=7)
+  ax.set_ylabel('critical distance (largest L solved, every shorter L too)')
+  ax.grid(alpha=0.3, axis='y')
+  ax.set_title(f'Initialisation decides: each seed (dots) and the median '
+               f'(bar) after {", ".join(map(str, budgets))} steps (labels '
+               f'under each column); {config.seeds} seeds', fontsize=9)
+  record.save_figure(fig, path, writer, 'figures/gating')

@@ -1,0 +1,248 @@
+"""The lesson's claims about distance on the memory task, as verdict rules on
+per-seed results. Shared by `distance`, `gating` and `budget`, which read
+the same kind of rows (model, length, seed, accuracy[, steps]).
+
+Each rule returns a claim: {claim, measured, verdict, test, p (where a test
+gives one), note (the rule)}; the verdict is `held`, `did not hold`,
+`inconclusive` or `held in k of n seeds` (src/stats.py).
+"""
+
+import numpy as np
+
+from src import models as models_lib
+from src import stats
+
+HUNDRED_PERCENT = 0.99  # what "stays at 100%" is taken to mean, per seed
+LESSON_WINDOW = (10, 20)  # "gives way after about fifteen steps", in L
+
+
+def accuracy_table(rows, **match) -> dict:
+  """{(model, length): {seed: accuracy}} of the rows matching `match`."""
+  out = {}
+  for r in rows:
+    if all(str(r[k]) == str(v) for k, v in match.items()):
+      out.setdefault((r['model'], int(r['length'])), {})[int(r['seed'])] = \
+          float(r['accuracy'])
+  return out
+
+
+def per_seed_critical(table: dict, model: str, lengths) -> list[int]:
+  """Seed by seed (in seed order), the critical distance of `model`."""
+  seeds = sorted(table[model, lengths[0]])
+  return [stats.critical_distance([(L, table[model, L][s]) for L in lengths])
+          for s in seeds]
+
+
+def first_failure(table: dict, model: str, lengths, seed: int):
+  """The shortest tested length the seed did not solve (None: it solved
+  every one)."""
+  for L in sorted(lengths):
+    if not stats.solved(table[model, L][seed]):
+      return L
+  return None
+
+
+def critical_summary(per_seed) -> dict:
+  """Per-seed critical distances, their median and an interval."""
+  return {'per_seed': [int(c) for c in per_seed],
+          **stats.median_interval(per_seed)}
+
+
+def fmt_median(summary: dict) -> str:
+  lo, hi = summary['ci95']
+  return f'{summary["median"]:g} [{lo:g}, {hi:g}]'
+
+
+def fmt_critical(summary: dict) -> str:
+  return (f'median {fmt_median(summary)} (seeds '
+          + ' '.join(str(c) for c in summary['per_seed']) + ')')
+
+
+def compare(a: str, b: str, crit_a, crit_b) -> dict:
+  """Paired per-seed comparison of two models' critical distances."""
+  return {'model': a, 'versus': b, **stats.sign_test(crit_a, crit_b)}
+
+
+# -- the rules ------------------------------------------------------------------
+
+def attention_at_100(table: dict, model: str, lengths) -> dict:
+  """Held in k of n seeds: seed s stays at >= 99% at every tested length."""
+  seeds = sorted(table[model, lengths[0]])
+  lowest = [min(table[model, L][s] for L in lengths) for s in seeds]
+  k = sum(stats.reaches(x, HUNDRED_PERCENT) for x in lowest)
+  return dict(
+      claim=f'Attention ({model}) stays at 100% at every distance.',
+      measured=f'at >= {HUNDRED_PERCENT:.0%} at every length '
+               f'{min(lengths)}..{max(lengths)} in {k} of {len(seeds)} '
+               f'seeds; lowest per-seed accuracy {min(lowest):.4f}',
+      verdict=stats.k_of_n(k, len(seeds)), test='per seed',
+      note=f'each seed judged alone: its lowest test accuracy over the '
+           f'lengths must reach {HUNDRED_PERCENT:.0%}')
+
+
+def plain_gives_way(table: dict, model: str, lengths,
+                    window=LESSON_WINDOW) -> dict:
+  """Per seed, the give-way interval (c, f] (c its critical distance, f the
+  first length it failed) against the lesson's window [lo, hi]: consistent
+  if lo <= c and f <= hi; inconsistent if it failed below lo (f < lo) or
+  carried the symbol to hi or beyond (c >= hi); otherwise the tested lengths
+  cannot tell. The verdict counts the seeds the lengths can judge."""
+  lo, hi = window
+  seeds = sorted(table[model, lengths[0]])
+  crit = per_seed_critical(table, model, lengths)
+  consistent, inconsistent, where = 0, 0, []
+  for s, c in zip(seeds, crit):
+    f = first_failure(table, model, lengths, s)
+    where.append(f'({c}, {f if f is not None else "-"}]')
+    if f is not None and lo <= c and f <= hi:
+      consistent += 1
+    elif (f is not None and f < lo) or c >= hi:
+      inconsistent += 1
+  judged = consistent + inconsistent
+  undetermined = len(seeds) - judged
+  return dict(
+      claim=f'A plain recurrent net ({model}) gives way after about 15 '
+            'steps.',
+      measured=f'gave way inside L={lo}..{hi} in {consistent} of {judged} '
+               f'seeds the lengths can judge ({undetermined} undetermined); '
+               'per seed (solved up to, first failed]: ' + ' '.join(where),
+      verdict=stats.k_of_n(consistent, judged), test='per seed',
+      note=f'"about 15" is read as giving way between L={lo} and L={hi}: a '
+           f'seed that solved L>={lo} and failed by L={hi} is consistent; '
+           f'one that failed below L={lo} or solved L>={hi} is not; the '
+           'rest cannot be judged by the tested lengths')
+
+
+def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
+                       lengths) -> dict:
+  """Paired per-seed critical distances, exact two-sided sign test: held if
+  the gated net goes further significantly, did not hold if the plain one
+  does; otherwise inconclusive (absence of a difference is not evidence)."""
+  c = compare(gated, plain, crit_gated, crit_plain)
+  significant = c['p'] < stats.ALPHA
+  if significant and c['wins'] > c['losses']:
+    verdict = stats.HELD
+  elif significant and c['losses'] > c['wins']:
+    verdict = stats.NOT_HELD
+  else:
+    verdict = stats.INCONCLUSIVE
+  arch = models_lib.get(gated).architecture.upper()
+  init = models_lib.get(gated).init_name
+  g, p = stats.median_interval(crit_gated), stats.median_interval(crit_plain)
+  return dict(
+      claim=f'Gating ({arch}, {init}: {gated}) carries the symbol further '
+            f'than a plain RNN ({plain}).',
+      measured=f'{gated} further in {c["wins"]}, tied in {c["ties"]}, '
+               f'shorter in {c["losses"]} of {len(crit_gated)} seeds (sign '
+               f'test p = {stats.fmt_p(c["p"])}); median critical distance '
+               f'{g["median"]:g} vs {p["median"]:g} over L '
+               f'{min(lengths)}..{max(lengths)}',
+      verdict=verdict, test='exact sign test, two-sided, paired by seed',
+      p=c['p'],
+      note=f'seed i of {gated} against seed i of {plain} (same strings); '
+           f'held / did not hold need p < {stats.ALPHA}; ties (for example '
+           'both solving every length) carry no evidence')
+
+
+def memory_claims(table: dict, models, lengths) -> list[dict]:
+  """Every distance claim the models present allow, per model and pair."""
+  lengths = sorted(lengths)
+  spec = models_lib.get
+  out = [attention_at_100(table, m, lengths) for m in models
+         if spec(m).family == models_lib.ATTENTION]
+  plain = [m for m in models if spec(m).family == models_lib.PLAIN]
+  out += [plain_gives_way(table, m, lengths) for m in plain]
+  crit = {m: per_seed_critical(table, m, lengths) for m in models}
+  for gated in (m for m in models if spec(m).family == models_lib.GATED):
+    for p in plain:
+      out.append(gating_beats_plain(gated, p, crit[gated], crit[p], lengths))
+  return out
+
+
+def paired_table(crit: dict) -> list[dict]:
+  """Every pair of models, compared seed by seed (sign test)."""
+  names = list(crit)
+  return [compare(a, b, crit[a], crit[b]) for i, a in enumerate(names)
+          for b in names[i + 1:]]
+
+
+def mean_by_length(table: dict, model: str, lengths) -> dict:
+  return {L: float(np.mean(list(table[model, L].values()))) for L in lengths}
+
+
+# -- wall or budget -----------------------------------------------------------------
+
+FLAT = 0.05  # "flat": the training loss fell by less than 5% over a doubling
+
+
+def loss_before(curves, model: str, length: int, step: int, seeds) -> dict:
+  """Per seed, the mean training loss over the last tenth of the steps up to
+  `step` (at least the last chunk), from curves.csv rows."""
+  out = {}
+  for s in seeds:
+    chunks = sorted((int(r['step']), float(r['train_loss'])) for r in curves
+                    if r['model'] == model and int(r['length']) == length
+                    and int(r['seed']) == s
+                    and int(r['step']) <= step)
+    if not chunks:
+      continue
+    window = max(step // 10, step - chunks[-1][0] + 1)
+    inside = [v for t, v in chunks if t > step - window] or [chunks[-1][1]]
+    out[s] = float(np.mean(inside))
+  return out
+
+
+def limit_is_a_wall(rows, curves, model: str, lengths, budgets) -> dict:
+  """Held only if (1) the fraction of seeds solving L* (the shortest length
+  that fewer than half the seeds solve at the smallest budget) does not rise
+  significantly by the largest budget (exact one-sided paired test over
+  seeds: unsolved -> solved against solved -> unsolved), and (2) the
+  training loss at L* is flat over the last doubling of steps (median fall
+  across seeds under 5%). A significant rise: did not hold. Anything else,
+  and a model with no limit within the tested lengths: inconclusive."""
+  lengths, budgets = sorted(lengths), sorted(budgets)
+  first, last = budgets[0], budgets[-1]
+  small = accuracy_table(rows, steps=first)
+  large = accuracy_table(rows, steps=last)
+  claim = (f'The limit of {model} ({models_lib.get(model).init_name}) is a '
+           'wall: more training does not carry it further.')
+  note = ('held needs both: no significant rise (exact one-sided paired '
+          f'test, p < {stats.ALPHA}) in the seeds solving L*, the shortest '
+          'length fewer than half the seeds solve at the smallest budget, '
+          f'and a flat training loss at L* over the last doubling (median '
+          f'fall under {FLAT:.0%}); a significant rise is did not hold; the '
+          'rest, and no limit in the tested lengths, is inconclusive')
+  seeds = sorted(small[model, lengths[0]])
+  beyond = [L for L in lengths
+            if 2 * sum(stats.solved(small[model, L][s]) for s in seeds)
+            < len(seeds)]
+  if not beyond:
+    return dict(claim=claim, measured=f'no limit: at least half the seeds '
+                f'solve every length up to {lengths[-1]} after {first} steps',
+                verdict=stats.INCONCLUSIVE, test='none', note=note)
+  L = beyond[0]
+  before = [stats.solved(small[model, L][s]) for s in seeds]
+  after = [stats.solved(large[model, L][s]) for s in seeds]
+  rise = stats.sign_test(after, before, alternative='greater')
+  half = loss_before(curves, model, L, last // 2, seeds)
+  end = loss_before(curves, model, L, last, seeds)
+  falls = [(half[s] - end[s]) / half[s] for s in seeds if s in half
+           and s in end and half[s] > 0]
+  fall = float(np.median(falls)) if falls else float('nan')
+  flat = bool(np.isfinite(fall) and fall < FLAT)
+  if rise['p'] < stats.ALPHA:
+    verdict = stats.NOT_HELD
+  elif flat:
+    verdict = stats.HELD
+  else:
+    verdict = stats.INCONCLUSIVE
+  return dict(
+      claim=claim,
+      measured=f'at L*={L}: solved by {sum(before)} of {len(seeds)} seeds '
+               f'after {first} steps, {sum(after)} after {last} (rise in '
+               f'{rise["wins"]}, fall in {rise["losses"]}; exact paired test '
+               f'p = {stats.fmt_p(rise["p"])}); training loss at L*={L} fell '
+               f'by a median {100 * fall:.1f}% from step {last // 2} to '
+               f'{last}',
+      verdict=verdict, test='exact one-sided sign test (McNemar), paired by '
+      'seed', p=rise['p'], note=note)
