@@ -23,10 +23,12 @@ from src.checkpoint import Preempted
 from src.config import Config
 
 PARTS = ('distance', 'attention', 'gradient', 'cost', 'heads', 'induction',
-         'budget')
+         'gating', 'budget')
 # Where each part stands in the lesson, and its figure.
 SECTIONS = {
     'distance': ('2. Distance', 'distance.png'),
+    'gating': ('2. Distance: gating at its best (initialisations)',
+               'gating.png'),
     'budget': ('2. Distance: wall or budget?', 'budget.png'),
     'attention': ('3. The searchlight', 'attention.png'),
     'gradient': ('4. The direct bridge', 'gradient.png'),
@@ -34,7 +36,8 @@ SECTIONS = {
     'heads': ('6. Heads', 'heads.png'),
     'induction': ('7. Depth (induction)', 'induction.png'),
 }
-ORDER = ('distance', 'budget', 'attention', 'gradient', 'cost', 'heads',
+ORDER = ('distance', 'gating', 'budget', 'attention', 'gradient', 'cost',
+         'heads',
          'induction')
 
 DEFAULTS = Config(exp='all')

@@ -180,14 +180,22 @@ def _final_measurements(ensemble, config, run_dir, name, params=None):
 # -- the summary ----------------------------------------------------------------
 
 def dispersed_class(mass_a: float, mass_b: float) -> str:
-  """Which class has the dispersed beam in one seed: the one with at least
-  ASYMMETRY less weight on position 0; with less difference than that,
-  'both' if neither exceeds CONCENTRATED, else 'neither'."""
-  if abs(mass_a - mass_b) >= ASYMMETRY:
-    return 'A' if mass_a < mass_b else 'B'
-  if mass_a <= CONCENTRATED and mass_b <= CONCENTRATED:
-    return 'both'
-  return 'neither'
+  """Which classes have a dispersed beam in one seed (position-0 mass not
+  over CONCENTRATED): 'neither', 'A', 'B' or 'both'."""
+  dispersed = [c for c, m in zip(CLASSES, (mass_a, mass_b))
+               if not m > CONCENTRATED]
+  if len(dispersed) == 1:
+    return dispersed[0]
+  return 'both' if dispersed else 'neither'
+
+
+def more_dispersed(mass_a: float, mass_b: float) -> str:
+  """Which class looks more diffusely in one seed, by an effect size: the
+  one with at least ASYMMETRY less weight on position 0; 'neither' when
+  the difference is smaller."""
+  if abs(mass_a - mass_b) < ASYMMETRY:
+    return 'neither'
+  return 'A' if mass_a < mass_b else 'B'
 
 
 def summarize(config: Config, rows: list[dict]) -> dict:
@@ -222,15 +230,19 @@ def summarize_group(rows) -> dict:
                                          for s in seeds))
   per_seed = [dict(seed=s, pos0_mass_A=mass['A'][s], pos0_mass_B=mass['B'][s],
                    entropy_A=ent['A'][s], entropy_B=ent['B'][s],
-                   dispersed=dispersed_class(mass['A'][s], mass['B'][s]))
+                   dispersed=dispersed_class(mass['A'][s], mass['B'][s]),
+                   more_dispersed=more_dispersed(mass['A'][s], mass['B'][s]))
               for s in seeds]
   counts = {k: sum(p['dispersed'] == k for p in per_seed)
             for k in ('A', 'B', 'both', 'neither')}
-  return dict(classes=classes, per_seed=per_seed, dispersed_counts=counts)
+  more = {k: sum(p['more_dispersed'] == k for p in per_seed)
+          for k in ('A', 'B', 'neither')}
+  return dict(classes=classes, per_seed=per_seed, dispersed_counts=counts,
+              more_dispersed_counts=more)
 
 
 def group_claims(model, length, entry) -> list[dict]:
-  classes, counts = entry['classes'], entry['dispersed_counts']
+  classes, counts = entry['classes'], entry['more_dispersed_counts']
   n = len(entry['per_seed'])
   k_a = classes['A']['seeds_over_0_9']
   a_claim = dict(
@@ -263,10 +275,10 @@ def group_claims(model, length, entry) -> list[dict]:
       length=length, model=model,
       measured=f'dispersed beam on B in {k_b}, on A in {counts["A"]} of the '
                f'{k_ab} seeds with one (two-sided binomial test against an '
-               f'even split, p = {stats.fmt_p(p)}); both {counts["both"]}, '
-               f'neither {counts["neither"]}; {reading}',
+               f'even split, p = {stats.fmt_p(p)}); no clear difference in '
+               f'{counts["neither"]}; {reading}',
       verdict=verdict, test='exact binomial test, two-sided, p = 1/2', p=p,
-      note=f'per seed, the dispersed class puts at least {ASYMMETRY} less '
+      note=f'per seed, the more dispersed class puts at least {ASYMMETRY} less '
            'weight on position 0 than the other; A and B are exchangeable '
            'by construction, so the test asks whether B is the dispersed '
            'class more often than a fair coin would make it')
@@ -301,9 +313,10 @@ def finish(config, run_dir, rows, finals) -> dict:
            for c in CLASSES],
           ['class', 'pos0_mass', 'ci95', 'entropy', 'accuracy',
            'seeds dispersed']))
-      print('per seed (position-0 mass A / B, dispersed class): ' + ', '.join(
-          f'{p["seed"]}: {p["pos0_mass_A"]:.2f}/{p["pos0_mass_B"]:.2f} '
-          f'{p["dispersed"]}' for p in s['per_seed']))
+      print('per seed (position-0 mass A / B, the more dispersed class): '
+            + ', '.join(f'{p["seed"]}: {p["pos0_mass_A"]:.2f}/'
+                        f'{p["pos0_mass_B"]:.2f} {p["more_dispersed"]}'
+                        for p in s['per_seed']))
   sweep.print_claims(summary)
   return summary
 

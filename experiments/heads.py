@@ -55,12 +55,6 @@ SPECIALISED = 0.5  # a head "holds" a relation with over half its weight on it
 PROBE_EXAMPLES = 512
 
 
-def two_symbol_task(length: int, num_filler: int) -> train_lib.Task:
-  return train_lib.Task(
-      'two_symbol', length, tasks_lib.two_symbol_vocab_size(num_filler), 4,
-      lambda key, n: tasks_lib.two_symbol_batch(key, n, length, num_filler))
-
-
 def head_roles(model, tokens_BxL, labels_B):
   """Per head: weight on each relation's target, and the halves' accuracy
   with that head ablated. Also the maps of 16 strings, for pictures."""
@@ -98,7 +92,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
   maps = {}
   for group in groups:
     num_heads, length = group.hparams['num_heads'], group.length
-    task = two_symbol_task(length, config.num_filler)
+    task = train_lib.two_symbol_task(length, config.num_filler)
     ensemble = sweep.ensemble(group.model, task, config, num_heads=num_heads,
                               num_layers=1, probe=head_roles,
                               probe_examples=PROBE_EXAMPLES)

@@ -59,12 +59,6 @@ CANNOT, CAN = 0.5, 0.9  # per seed, "cannot": below 50%; "can": at least 90%
 PROBE_EXAMPLES = 512
 
 
-def induction_task(length: int, vocab: int) -> train_lib.Task:
-  return train_lib.Task(
-      'induction', length, vocab, vocab,
-      lambda key, n: tasks_lib.induction_batch(key, n, length, vocab))
-
-
 def head_scores(model, tokens_BxL, labels_B):
   """Per layer and head: previous-token and induction scores; accuracy; the
   full maps of one string, for the figure."""
@@ -110,7 +104,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
     if results.has(model=model, num_layers=depth, length=length):
       sweeper.skip(group)
       continue
-    task = induction_task(length, config.vocab)
+    task = train_lib.induction_task(length, config.vocab)
     has_attention = models_lib.get(model).has_attention
     probe = head_scores if has_attention else accuracy_only
     ensemble = sweep.ensemble(model, task, config, num_layers=depth,

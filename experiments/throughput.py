@@ -51,7 +51,9 @@ ENSEMBLE_SEEDS, ENSEMBLE_LENGTH = 8, 20
 
 def ensemble(model, config, length, num_seeds, **kwargs):
   task = train_lib.memory_task(length, config.num_filler)
-  return sweep.ensemble(model, task, config, num_seeds=num_seeds, **kwargs)
+  # No test curve: only training is timed.
+  return sweep.ensemble(model, task, config, num_seeds=num_seeds,
+                        curve_examples=0, **kwargs)
 
 
 def time_training(ens, config):
@@ -74,7 +76,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
   print(f'float32 matmul rate on this machine: {matmul:.3e} FLOP/s',
         flush=True)
   groups = [(m, L) for m in config.models for L in config.lengths]
-  progress = record.Progress(len(groups) + 2)
+  progress = record.Progress(len(groups) + len(config.models))
   for model, length in groups:
     if stop is not None and stop.requested:
       raise Preempted(stop.signum, f'{model} L={length}')
@@ -95,8 +97,8 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
         seqs_per_s=seeds * config.batch_size / per_step,
         flops_per_step=flops * seeds, flops_per_s=flops * seeds / per_step,
         peak_fraction=flops * seeds / per_step / matmul,
-        scan_iter_us='' if model == 'attention' else
-        1e6 * per_step / (2 * length),  # forward and backward iterations
+        scan_iter_us=1e6 * per_step / (2 * length)  # forward and backward
+        if models_lib.get(model).loops_over_positions else '',
         compile_s=ens.compile_s, wall_s=time.perf_counter() - start)
     results.append([row])
     progress.say(f'{model:>9s} L={length:<4d} {row["seqs_per_s"]:9.0f} seq/s '
@@ -104,7 +106,7 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
                  f'% of matmul)  compile {ens.compile_s:.1f}s')
     progress.update(1, f'{model} L={length}')
   speedups = {}
-  for model in [m for m in ('attention', 'lstm') if m in config.models]:
+  for model in config.models:
     together = time_training(
         ensemble(model, config, ENSEMBLE_LENGTH, ENSEMBLE_SEEDS), config)
     # One seed as a user would train it alone: a plain one-device program
@@ -158,15 +160,14 @@ def finish(config, run_dir, rows, matmul, speedups) -> dict:
 def plot(config, rows, matmul, path, writer=None):
   plt = record.pyplot()
   fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-  colors = {'attention': 'C3', 'lstm': 'C0', 'gru': 'C2', 'rnn': 'C7'}
   for model in config.models:
     sub = sorted((r for r in rows if r['model'] == model),
                  key=lambda r: int(r['length']))
     L = [int(r['length']) for r in sub]
     axes[0].plot(L, [float(r['seqs_per_s']) for r in sub], 'o-',
-                 color=colors.get(model), label=model)
+                 color=models_lib.get(model).color, label=model)
     axes[1].plot(L, [100 * float(r['peak_fraction']) for r in sub], 'o-',
-                 color=colors.get(model), label=model)
+                 color=models_lib.get(model).color, label=model)
   axes[0].set_ylabel('training sequences per second (all seeds)')
   axes[1].set_ylabel(f'% of measured matmul rate ({matmul:.2e} FLOP/s)')
   for ax in axes:

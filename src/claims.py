@@ -144,6 +144,25 @@ def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
            'both solving every length) carry no evidence')
 
 
+def as_far_as_attention(model: str, attention: str, crit_model,
+                        crit_attention, lengths) -> dict:
+  """Held in k of n seeds: seed i of the model carries the symbol at least
+  as far as seed i of attention (same strings)."""
+  k = sum(m >= a for m, a in zip(crit_model, crit_attention))
+  c = stats.median_interval(crit_model)
+  return dict(
+      claim=f'A parallel linear recurrence ({model}) carries the first '
+            f'symbol as far as attention ({attention}).',
+      model=model,
+      measured=f'as far in {k} of {len(crit_model)} seeds; critical '
+               f'distance per seed {" ".join(map(str, crit_model))} against '
+               f'{" ".join(map(str, crit_attention))} (median {c["median"]:g};'
+               f' L {min(lengths)}..{max(lengths)})',
+      verdict=stats.k_of_n(k, len(crit_model)), test='per seed',
+      note=f'each seed: its critical distance reaches that of the same seed '
+           f'of {attention}')
+
+
 def memory_claims(table: dict, models, lengths) -> list[dict]:
   """Every distance claim the models present allow, per model and pair."""
   lengths = sorted(lengths)
@@ -156,6 +175,11 @@ def memory_claims(table: dict, models, lengths) -> list[dict]:
   for gated in (m for m in models if spec(m).family == models_lib.GATED):
     for p in plain:
       out.append(gating_beats_plain(gated, p, crit[gated], crit[p], lengths))
+  attention = [m for m in models if spec(m).family == models_lib.ATTENTION]
+  for m in (m for m in models if spec(m).family == models_lib.LINEAR):
+    if attention:
+      out.append(as_far_as_attention(m, attention[0], crit[m],
+                                     crit[attention[0]], lengths))
   return out
 
 

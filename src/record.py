@@ -26,6 +26,15 @@ def write_json(path: str | Path, obj) -> None:
   os.replace(tmp, path)
 
 
+def update_json(path: str | Path, key: str, value) -> None:
+  """Sets one key of a JSON object file (created if missing)."""
+  path = Path(path)
+  obj = json.loads(path.read_text()) if path.exists() else {}
+  if obj.get(key) != value:
+    obj[key] = value
+    write_json(path, obj)
+
+
 def _jsonable(x):
   if isinstance(x, (np.floating, np.integer, np.bool_)):
     return x.item()

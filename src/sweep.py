@@ -68,16 +68,24 @@ def ensemble(model: str, task: train_lib.Task, config, *,
              num_seeds: int | None = None, **kwargs) -> train_lib.Ensemble:
   """The ensemble of one group: `model` on `task` with the config's width,
   seeds and optimiser; heads, layers and seeds may be set per group."""
-  def factory(rngs):
-    return models_lib.make_model(
-        model, vocab_size=task.vocab_size, length=task.length,
-        d_model=config.d_model, num_classes=task.num_classes,
-        num_heads=num_heads or config.num_heads,
-        num_layers=num_layers or config.num_layers, rngs=rngs)
-  return train_lib.Ensemble(
-      factory, task, num_seeds=num_seeds or config.seeds, seed=config.seed,
+  model_kwargs = dict(
+      vocab_size=task.vocab_size, length=task.length, d_model=config.d_model,
+      num_classes=task.num_classes, num_heads=num_heads or config.num_heads,
+      num_layers=num_layers or config.num_layers)
+  ens = train_lib.Ensemble(
+      lambda rngs: models_lib.make_model(model, **model_kwargs, rngs=rngs),
+      task, num_seeds=num_seeds or config.seeds, seed=config.seed,
       batch_size=config.batch_size, learning_rate=config.learning_rate,
       **kwargs)
+  # All it takes to build this ensemble again (src/analysis.py loads a
+  # trained seed from it): kept in the run's groups.json.
+  ens.recipe = {'model': model, 'model_kwargs': model_kwargs,
+                'task': {'name': task.name, 'length': task.length,
+                         **task.params},
+                'num_seeds': ens.num_seeds, 'seed': config.seed,
+                'batch_size': config.batch_size,
+                'learning_rate': config.learning_rate}
+  return ens
 
 
 def print_claims(summary: dict) -> None:
@@ -179,6 +187,8 @@ class Sweep:
     num_seeds = ensemble.num_seeds
     writer, seed_writers = None, []
     if run.is_writer:
+      record.update_json(run.path / 'groups.json', group.name,
+                         getattr(ensemble, 'recipe', None))
       purge = start + 1 if start else None
       writer = record.tb_writer(run.path / 'tb' / group.name,
                                 purge_step=purge)

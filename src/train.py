@@ -60,19 +60,48 @@ def seed_keys(seed: int, num_seeds: int) -> tuple[jax.Array, jax.Array]:
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-  """What the trainer needs of a task: a batch sampler and its sizes."""
+  """What the trainer needs of a task: a batch sampler and its sizes.
+  `make_task(name, length, **params)` builds it again (a loaded run)."""
   name: str
   length: int
   vocab_size: int
   num_classes: int
   sample: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]]
+  params: dict = dataclasses.field(default_factory=dict)
 
 
 def memory_task(length: int, num_filler: int) -> Task:
+  """The lesson's task: name the first symbol (A or B) after the filler."""
   tasks_lib.check_length(length)
   return Task(
       'memory', length, tasks_lib.vocab_size(num_filler), 2,
-      lambda key, n: tasks_lib.memory_batch(key, n, length, num_filler))
+      lambda key, n: tasks_lib.memory_batch(key, n, length, num_filler),
+      {'num_filler': num_filler})
+
+
+def two_symbol_task(length: int, num_filler: int) -> Task:
+  """Two relations at once (heads): the first symbol by its position, the
+  second by its content; 4 classes."""
+  return Task(
+      'two_symbol', length, tasks_lib.two_symbol_vocab_size(num_filler), 4,
+      lambda key, n: tasks_lib.two_symbol_batch(key, n, length, num_filler),
+      {'num_filler': num_filler})
+
+
+def induction_task(length: int, vocab: int) -> Task:
+  """Name the token that followed the earlier occurrence of the last one."""
+  return Task(
+      'induction', length, vocab, vocab,
+      lambda key, n: tasks_lib.induction_batch(key, n, length, vocab),
+      {'vocab': vocab})
+
+
+TASKS = {'memory': memory_task, 'two_symbol': two_symbol_task,
+         'induction': induction_task}
+
+
+def make_task(name: str, length: int, **params) -> Task:
+  return TASKS[name](length, **params)
 
 
 def adam(learning_rate: float, b1: float = 0.9, b2: float = 0.999,

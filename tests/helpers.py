@@ -46,3 +46,19 @@ def scalars(logdir, tag):
                                   event_accumulator.IMAGES: 0})
   acc.Reload()
   return acc, [(e.step, e.value) for e in acc.Scalars(tag)] if tag else []
+
+
+def png_pixels(path):
+  """A PNG read back as an array (height x width x channels, in [0, 1])."""
+  import matplotlib
+  matplotlib.use('Agg')
+  import matplotlib.pyplot as plt
+  return plt.imread(str(path))
+
+
+def assert_figure(path, min_size=(250, 400)):
+  """A figure that exists, has the size of a real plot, and is not blank."""
+  pixels = png_pixels(path)
+  assert pixels.shape[0] >= min_size[0] and pixels.shape[1] >= min_size[1], \
+      pixels.shape
+  assert pixels[..., :3].std() > 0.05, f'{path} looks blank'

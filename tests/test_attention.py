@@ -1,8 +1,10 @@
 """`--exp=attention`: the exported beam, and the experiment end to end."""
 
+import dataclasses
 import json
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
@@ -41,22 +43,42 @@ def test_exported_weights_match_recomputation_from_parameters():
     np.testing.assert_allclose(out['entropy'][c], ent, atol=1e-4)
 
 
-def test_claims_counted_seed_by_seed():
-  config = attention.DEFAULTS
-  import dataclasses
-  config = dataclasses.replace(config, lengths=(20,), seeds=3)
-  rows = []
-  for seed, (a, b) in enumerate([(0.97, 0.95), (0.5, 0.99), (0.99, 0.3)]):
-    for cls, mass in (('A', a), ('B', b)):
-      rows.append(dict(length='20', seed=str(seed), first_symbol=cls,
-                       pos0_mass=str(mass), entropy=str(1 - mass),
-                       accuracy='1.0'))
-  summary = attention.summarize(config, rows)
-  per_seed = summary['lengths']['20']['per_seed']
-  assert [p['dispersed'] for p in per_seed] == ['neither', 'A', 'B']
+class LooksAtFirstOnlyForA:
+  """A hand-built model: its last query puts all its weight on position 0
+  when the string starts with A, and spreads it evenly when it starts with
+  B; its logits say the right class."""
+
+  def __call__(self, tokens_BxL, **unused):
+    L = tokens_BxL.shape[1]
+    is_a = (tokens_BxL[:, 0] == tasks.A)[:, None]
+    uniform = jnp.full((tokens_BxL.shape[0], L), 1.0 / L)
+    first = jax.nn.one_hot(jnp.zeros(tokens_BxL.shape[0], int), L)
+    att_BxL = jnp.where(is_a, first, uniform)
+    logits = jax.nn.one_hot(jnp.where(is_a[:, 0], 0, 1), 2)
+    return logits, {'attention': [att_BxL[:, None, None, :]]}
+
+
+def test_rows_label_the_classes_by_their_first_symbol():
+  """The rows written with first_symbol=A carry A's measurements: the
+  hand-built model looks at position 0 only on A strings."""
+  tokens, labels = tasks.memory_batch(jax.random.key(0), 256, 10, 8)
+  final = probes.searchlight(LooksAtFirstOnlyForA(), tokens, labels)
+  final = jax.tree.map(lambda x: np.stack([np.asarray(x)] * 2), final)
+  group = attention.sweep.group('attention', 10)
+  rows = attention.rows_for(group, final, steps=5, wall_s=1.0)
+  mass = {(r['seed'], r['first_symbol']): float(r['pos0_mass']) for r in rows}
+  assert mass[0, 'A'] == pytest.approx(1.0) and mass[1, 'A'] == pytest.approx(
+      1.0)
+  assert mass[0, 'B'] == pytest.approx(0.1)
+  # Through the summary and the claims: A concentrated, B dispersed.
+  config = dataclasses.replace(attention.DEFAULTS, lengths=(10,), seeds=2)
+  summary = attention.summarize(config, [{k: str(v) for k, v in r.items()}
+                                         for r in rows])
+  entry = summary['models']['attention']['10']
+  assert [p['dispersed'] for p in entry['per_seed']] == ['B', 'B']
   a_claim, b_claim = summary['claims']
-  assert a_claim['verdict'] == 'held in 2 of 3 seeds'
-  assert b_claim['verdict'] == 'held in 2 of 3 seeds'  # seeds 0 and 2
+  assert a_claim['verdict'] == 'held'
+  assert 'on B in 2, on A in 0' in b_claim['measured']
 
 
 @pytest.fixture(scope='module')
@@ -74,13 +96,14 @@ def test_end_to_end_files(tiny_run):
   run, proc = tiny_run
   rows = read_csv(run / 'results.csv')
   assert list(rows[0]) == attention.COLUMNS
+  assert {r['model'] for r in rows} == {'attention'}
   assert [(r['seed'], r['first_symbol']) for r in rows] == [
       ('0', 'A'), ('0', 'B'), ('1', 'A'), ('1', 'B')]
   for r in rows:
     assert 0 <= float(r['pos0_mass']) <= 1
     assert 0 <= float(r['entropy']) <= np.log(8) + 1e-5
   summary = json.loads((run / 'summary.json').read_text())
-  s = summary['lengths']['8']
+  s = summary['models']['attention']['8']
   mean_a = np.mean([float(r['pos0_mass']) for r in rows
                     if r['first_symbol'] == 'A'])
   assert s['classes']['A']['pos0_mass'] == pytest.approx(mean_a)

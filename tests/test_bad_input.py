@@ -6,7 +6,7 @@ from tests.helpers import run_py
 
 CASES = [
     (['--exp=nope'], '--exp', 'distance'),
-    (['--models=lstm,transformer'], '--models', 'attention,lstm,gru,rnn'),
+    (['--models=lstm,transformer'], '--models', 'attention,attention_last,'),
     (['--models='], '--models', 'comma-separated'),
     (['--lengths='], '--lengths', 'comma-separated'),
     (['--lengths=10,abc'], '--lengths', 'integers >= 3'),

@@ -35,44 +35,94 @@ def test_summary_recomputed_from_csv(tiny_run):
   rows = read_csv(root / 'run' / 'results.csv')
   summary = json.loads((root / 'run' / 'summary.json').read_text())
   for model in ('attention', 'rnn'):
-    mean = {L: np.mean([float(r['accuracy']) for r in rows
-                        if r['model'] == model and int(r['length']) == L])
-            for L in (3, 6)}
-    expected = None
-    for L in (3, 6):
-      if mean[L] < 0.95:
-        break
-      expected = L
-    assert summary['critical_distance'][model] == expected
+    for seed in (0, 1):
+      acc = {int(r['length']): float(r['accuracy']) for r in rows
+             if r['model'] == model and int(r['seed']) == seed}
+      expected = 0
+      for L in (3, 6):
+        if acc[L] < 0.95:
+          break
+        expected = L
+      assert summary['critical_distance'][model]['per_seed'][seed] == expected
     for g in summary['groups']:
       if g['model'] == model:
-        assert g['mean_accuracy'] == pytest.approx(mean[g['length']])
-        assert g['ci95'][0] <= g['mean_accuracy'] <= g['ci95'][1]
-  assert {c['verdict'] for c in summary['claims']} <= {
-      'held', 'did not hold', 'partly', 'untested'}
+        acc = [float(r['accuracy']) for r in rows
+               if r['model'] == model and int(r['length']) == g['length']]
+        assert g['accuracy_per_seed'] == acc
+        assert g['mean_accuracy'] == pytest.approx(np.mean(acc))
+        lo, hi = g['solved_ci95']
+        assert lo <= g['solved_fraction'] <= hi
+  for r in rows:
+    assert r['solved'] == str(int(float(r['accuracy']) >= 0.95))
+    assert r['family'] == ('attention' if r['model'] == 'attention'
+                           else 'plain recurrent')
+  for c in summary['claims']:
+    assert c['verdict'] in ('held', 'did not hold', 'inconclusive') or \
+        c['verdict'].startswith('held in '), c
+    assert c['test'] and c['note']
   config = json.loads((root / 'run' / 'config.json').read_text())
   assert config['config']['lengths'] == [3, 6]
   assert 'jax' in config['versions'] and config['devices']
 
 
-def test_tensorboard_reads_back(tiny_run):
+def test_curves_csv(tiny_run):
   root, _ = tiny_run
-  acc, loss = scalars(root / 'run' / 'tb' / 'attention_L003', 'train/loss')
+  curves = read_csv(root / 'run' / 'curves.csv')
+  assert list(curves[0]) == ['group', 'model', 'length', 'seed', 'step',
+                             'train_loss', 'train_accuracy', 'test_accuracy']
+  # One row per seed and chunk of 10 steps, every group.
+  assert len(curves) == 2 * 2 * 2 * 4
+  steps = [int(r['step']) for r in curves if r['group'] == 'rnn_L006'
+           and r['seed'] == '1']
+  assert steps == [10, 20, 30, 40]
+  for r in curves:
+    assert 0 <= float(r['test_accuracy']) <= 1
+
+
+def test_tensorboard_reads_back(tiny_run):
+  """Per-seed runs, a test curve, and one HParams experiment for the run."""
+  root, _ = tiny_run
+  tb = root / 'run' / 'tb'
+  acc, loss = scalars(tb / 'attention_L003', 'train/loss')
   assert [s for s, _ in loss] == list(range(1, 41))  # every step, once
   assert all(np.isfinite(v) for _, v in loss)
   assert loss[-1][1] < loss[0][1]  # it learned
-  _, test_acc = scalars(root / 'run' / 'tb' / 'attention_L003',
-                        'test/accuracy')
-  assert len(test_acc) == 1
+  rows = read_csv(root / 'run' / 'results.csv')
+  for seed in (0, 1):
+    _, seed_loss = scalars(tb / 'attention_L003' / f'seed_{seed}',
+                           'train/loss')
+    assert [s for s, _ in seed_loss] == list(range(1, 41))
+    _, test = scalars(tb / 'attention_L003' / f'seed_{seed}',
+                      'test/accuracy')
+    # The curve every chunk; its last point is the seed's final test.
+    assert [s for s, _ in test] == [10, 20, 30, 40]
+    final, = [float(r['accuracy']) for r in rows if r['model'] == 'attention'
+              and r['length'] == '3' and int(r['seed']) == seed]
+    assert test[-1][1] == pytest.approx(final)
+  _, solved = scalars(tb / 'attention_L003', 'test/solved_fraction')
+  assert len(solved) == 1
   assert '_hparams_/session_start_info' in acc.PluginTagToContent('hparams')
-  summary_acc, _ = scalars(root / 'run' / 'tb' / 'summary', None)
+  summary_acc, _ = scalars(tb / 'summary', None)
   assert 'figures/distance' in summary_acc.Tags()['images']
-  assert summary_acc.Tags()['tensors'] or summary_acc.Tags().get('text')
+  from tensorboard.plugins.hparams import metadata
+  content = summary_acc.PluginTagToContent('hparams')
+  experiment = metadata.parse_experiment_plugin_data(
+      content[metadata.EXPERIMENT_TAG])
+  domains = {h.name: [v for v in h.domain_discrete.values]
+             for h in experiment.hparam_infos}
+  assert [v.string_value for v in domains['model']] == ['attention', 'rnn']
+  assert [v.number_value for v in domains['length']] == [3, 6]
+  assert {m.name.tag for m in experiment.metric_infos} == {
+      'test/accuracy', 'test/solved_fraction'}
+  # No group writes an experiment of its own (the dashboard would pick one).
+  assert metadata.EXPERIMENT_TAG not in acc.PluginTagToContent('hparams')
 
 
 def test_figure_and_table(tiny_run):
   root, proc = tiny_run
-  png = (root / 'run' / 'distance.png').read_bytes()
-  assert png[:8] == b'\x89PNG\r\n\x1a\n' and len(png) > 10_000
-  assert 'Mean test accuracy by length' in proc.stdout
+  from tests.helpers import png_pixels
+  pixels = png_pixels(root / 'run' / 'distance.png')
+  assert pixels.shape[0] > 300 and pixels.shape[1] > 500
+  assert pixels.std() > 0.05  # not blank
+  assert 'Mean test accuracy and seeds solved' in proc.stdout
   assert 'critical' in proc.stdout

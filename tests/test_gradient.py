@@ -9,7 +9,7 @@ from flax import nnx
 
 from experiments import gradient
 from src import models, probes, tasks
-from tests.helpers import run_ok, scalars
+from tests.helpers import assert_figure, run_ok, scalars
 
 
 @pytest.mark.parametrize('name', ['attention', 'rnn', 'lstm'])
@@ -17,7 +17,8 @@ def test_sensitivity_matches_finite_differences(name):
   model = models.make_model(name, vocab_size=11, length=6, d_model=8,
                             num_classes=2, rngs=nnx.Rngs(2))
   tokens, labels = tasks.memory_batch(jax.random.key(3), 3, 6, 8)
-  got = probes.margin_sensitivity(model, tokens, labels)['sensitivity']
+  out = probes.margin_sensitivity(model, tokens, labels)
+  got = out['sensitivity']
   x = np.asarray(model.embed(tokens), np.float32)
 
   def margins(x):
@@ -34,23 +35,17 @@ def test_sensitivity_matches_finite_differences(name):
   expected = np.linalg.norm(grad, axis=-1).mean()
   assert got == pytest.approx(expected, rel=2e-2)
   assert expected > 1e-4  # a real signal, not two zeros agreeing
-
-
-def test_decay_fit_recovers_a_known_rate():
-  config = gradient.DEFAULTS
-  rows = []
-  for L in config.lengths:
-    for model, value in (('rnn', 0.9 ** L), ('attention', 1.0 / L)):
-      for phase in ('init', 'trained'):
-        rows += [dict(model=model, length=str(L), seed=str(s), phase=phase,
-                      sensitivity=str(value), pos0_mass='0.5',
-                      accuracy='1') for s in range(2)]
-  import dataclasses
-  config = dataclasses.replace(config, models=('attention', 'rnn'))
-  summary = gradient.summarize(config, rows)
-  assert summary['models']['rnn']['init_factor_per_step'] == pytest.approx(0.9)
-  assert summary['models']['attention']['init_loglog_slope'] == pytest.approx(
-      -1.0)
+  # The scale-free ratio: position 0 against the last filler position.
+  grad_last = np.zeros((3, 8))
+  for d in range(8):
+    up, down = x.copy(), x.copy()
+    up[:, -2, d] += eps
+    down[:, -2, d] -= eps
+    grad_last[:, d] = (margins(up) - margins(down)) / (2 * eps)
+  last = np.linalg.norm(grad_last, axis=-1).mean()
+  assert out['sensitivity_last'] == pytest.approx(last, rel=2e-2)
+  assert out['relative_sensitivity'] == pytest.approx(expected / last,
+                                                      rel=4e-2)
 
 
 def test_end_to_end(tmp_path):
@@ -64,7 +59,16 @@ def test_end_to_end(tmp_path):
   assert not any(r['pos0_mass'] for r in rows if r['model'] == 'rnn')
   assert set(summary['models']) == {'attention', 'rnn'}
   assert 'init_log_decay_per_step' in summary['models']['rnn']
-  assert (tmp_path / 'run/gradient.png').exists()
+  fits = summary['models']['rnn']['init_fits_per_seed']
+  assert set(fits) == {'0', '1'} and fits['0']['better'] in ('exponential',
+                                                            'power')
+  for r in rows:  # the ratio is the two sensitivities' quotient
+    assert float(r['relative_sensitivity']) == pytest.approx(
+        float(r['sensitivity']) / float(r['sensitivity_last']), rel=1e-5)
+  assert_figure(tmp_path / 'run/gradient.png')
   _, sens = scalars(tmp_path / 'run/tb/attention_L004', 'bridge/sensitivity')
+  _, rel = scalars(tmp_path / 'run/tb/attention_L004',
+                   'bridge/relative_sensitivity')
+  assert len(rel) == 2
   _, mass = scalars(tmp_path / 'run/tb/attention_L004', 'bridge/pos0_mass')
   assert [s for s, _ in sens] == [10, 20] and len(mass) == 2

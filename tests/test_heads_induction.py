@@ -8,7 +8,7 @@ from flax import nnx
 
 from experiments import heads, induction
 from src import models, tasks
-from tests.helpers import read_csv, run_ok, scalars
+from tests.helpers import assert_figure, read_csv, run_ok, scalars
 
 
 def test_head_roles_ablation_matches_manual_zeroing():
@@ -64,12 +64,18 @@ def test_heads_end_to_end(tmp_path):
                            '--seeds=2', '--steps=40', '--chunk_steps=20',
                            '--batch_size=16', '--eval_examples=64')
   assert list(rows[0]) == heads.COLUMNS
+  assert {r['model'] for r in rows} == {'attention'}
   assert [(r['num_heads'], r['seed'], r['head']) for r in rows] == [
       ('1', '0', '0'), ('1', '1', '0'), ('2', '0', '0'), ('2', '0', '1'),
       ('2', '1', '0'), ('2', '1', '1')]
-  assert set(summary['num_heads']) == {'1', '2'} and summary['claims']
-  assert (tmp_path / 'run/heads.png').exists()
-  acc, _ = scalars(tmp_path / 'run/tb/heads2_L008', None)
+  by_heads = summary['models']['attention']['num_heads']
+  assert set(by_heads) == {'1', '2'} and summary['claims']
+  for h, v in by_heads.items():
+    acc = [float(r['accuracy']) for r in rows
+           if r['num_heads'] == h and r['head'] == '0']
+    assert [p['accuracy'] for p in v['per_seed']] == acc
+  assert_figure(tmp_path / 'run/heads.png')
+  acc, _ = scalars(tmp_path / 'run/tb/attention_heads2_L008', None)
   assert {'seed0_head0', 'seed0_head1'} <= set(acc.Tags()['images'])
 
 
@@ -87,4 +93,4 @@ def test_induction_end_to_end(tmp_path):
     assert 0 <= float(r['prev_token_score']) <= 1
   assert summary['chance'] == pytest.approx(1 / 6)
   assert len(summary['roles']) == 2 and summary['claims']
-  assert (tmp_path / 'run/induction.png').exists()
+  assert_figure(tmp_path / 'run/induction.png')

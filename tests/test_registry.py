@@ -12,7 +12,7 @@ import pytest
 from flax import nnx
 
 from src import models
-from tests.helpers import ROOT, read_csv
+from tests.helpers import assert_figure, ROOT, read_csv
 
 
 def cell(name, length=50, d_model=32, seed=0):
@@ -150,4 +150,4 @@ def test_a_model_registered_in_one_place_runs_distance_end_to_end(tmp_path):
   assert {r['model'] for r in rows} == {'attention', 'mean_embed'}
   assert len(rows) == 2 * 2 * 2
   assert (tmp_path / 'run/tb/mean_embed_L006').is_dir()
-  assert (tmp_path / 'run/distance.png').is_file()
+  assert_figure(tmp_path / 'run/distance.png')
