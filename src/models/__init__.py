@@ -203,3 +203,57 @@ register(ModelSpec(
     init_name='PyTorch uniform',
     color='#252525', architecture='rnn',
     activations=_recurrent_activations(1), loops_over_positions=True))
+
+
+# -- linear recurrences, computed in parallel (src/models/linear.py) ---------------
+# Their constructors take the registry's keywords: the class is the factory.
+
+from src.models import linear as linear_lib  # noqa: E402  (appended section)
+
+
+# The three below are fitted to XLA's memory analysis of a training step on
+# the CPU (d_model 32, L 50 and 200, one and two layers): within ~15%.
+
+def _linear_attention_activations(L, D, H, layers):
+  # Every layer's projections, features, norms and residual stream, and its
+  # whole L x L grid per head (similarities, weights, their gradients).
+  return layers * (12 * L * D + 4 * H * L * L)
+
+
+def _lru_activations(L, D, H, layers):
+  # Per layer: the norm, the complex inputs and states (two floats each, and
+  # the scan's levels), the read-out, GELU and the GLU.
+  return layers * 24 * L * D
+
+
+def _mamba_activations(L, D, H, layers):
+  # The (L, E*D, N) states dominate: `selective_scan` recomputes them in the
+  # backward pass instead of keeping them, but a layer's scans still hold a
+  # few at a time.
+  return (L * linear_lib.MAMBA_EXPAND * D * linear_lib.MAMBA_STATE
+          * (3 + 4 * layers))
+
+
+register(ModelSpec(
+    'linear_attention', LINEAR, linear_lib.LinearAttentionClassifier,
+    init='Flax default (LeCun-normal projections, N(0, 1) embeddings, '
+         'LayerNorm 1 and 0), as attention; feature map elu + 1 '
+         '(Katharopoulos et al. 2020)',
+    color='#9467bd', architecture='linear_attention',
+    activations=_linear_attention_activations, has_attention=True,
+    layered=True))
+register(ModelSpec(
+    'lru', LINEAR, linear_lib.LRUClassifier,
+    init='Orvieto et al. 2023: lambda uniform on the ring r_min 0.9, r_max '
+         '0.999, phase U(0, pi/10), gamma = sqrt(1 - |lambda|^2), B and C '
+         'complex Glorot-normal, D N(0, 1); GLU Flax default',
+    color='#e377c2', architecture='lru',
+    activations=_lru_activations, layered=True))
+register(ModelSpec(
+    'mamba', LINEAR, linear_lib.MambaClassifier,
+    init='state-spaces/mamba (Gu & Dao 2023): A = -(1..N) (S4D-real), D = 1, '
+         'softplus(dt bias) log-uniform [0.001, 0.1], projections and conv '
+         'PyTorch default U(+-1/sqrt(fan_in)), out_proj / sqrt(layers); '
+         'embeddings N(0, 1)',
+    color='#17becf', architecture='mamba',
+    activations=_mamba_activations, layered=True))

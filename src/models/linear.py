@@ -1,0 +1,553 @@
+"""Linear recurrent classifiers: linear attention, the LRU and Mamba's
+selective SSM, each computed in parallel over positions.
+
+All three carry a fixed-size state from position to position (the registry's
+LINEAR family), yet none loops over positions in its forward pass: linear
+attention multiplies a causally masked L x L grid, the LRU and Mamba run
+`jax.lax.associative_scan` over the linear recurrence
+h_t = a_t * h_{t-1} + b_t. Each mixer also has a `recurrent_form`, a
+`lax.scan` one position at a time, which only the tests use as a reference.
+
+Shape legend: B batch, L sequence length (keys), Q query positions, D
+d_model, H heads, K d_model // H (per-head width), N state size (the LRU: D
+complex units; Mamba: 16 per channel), I Mamba's inner width E * D, R
+Mamba's rank of Delta, W Mamba's convolution width, C classes.
+"""
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+def _affine_combine(earlier, later):
+  """Composes two spans of h -> a * h + b, `earlier` first: the associative
+  operator that lets a scan compute every h_t of a linear recurrence."""
+  a1, b1 = earlier
+  a2, b2 = later
+  return a1 * a2, a2 * b1 + b2
+
+
+def _read_out(classifier, h_BxLxD, per_position):
+  if per_position:
+    return classifier(h_BxLxD)
+  return classifier(h_BxLxD[:, -1])
+
+
+# -- linear attention (Katharopoulos et al. 2020) ----------------------------------
+
+# fast-transformers' CausalLinearAttention keeps the normaliser off zero with
+# this; the feature map is positive, so it only matters for vanishing features.
+LINEAR_ATTENTION_EPS = 1e-6
+
+
+def elu_feature_map(x):
+  """phi(x) = elu(x) + 1: positive, so phi(q) . phi(k) is a valid similarity
+  (Katharopoulos et al. 2020, sec. 3.2.1)."""
+  return jax.nn.elu(x) + 1
+
+
+class CausalLinearAttention(nnx.Module):
+  """Multi-head causal linear attention.
+
+  V'_i = sum_{j<=i} phi(q_i).phi(k_j) v_j / sum_{j<=i} phi(q_i).phi(k_j)
+  (Katharopoulos et al. 2020, sec. 3.3), computed in its parallel form:
+  the L x L grid phi(Q) phi(K)^T, masked causally and normalised by its row
+  sums. The projections are the attention classifier's (no biases), so the
+  two layers differ only in the similarity.
+  """
+
+  def __init__(self, d_model: int, num_heads: int, *, rngs: nnx.Rngs):
+    if d_model % num_heads:
+      raise ValueError(f'd_model={d_model} is not divisible by '
+                       f'num_heads={num_heads}')
+    self.num_heads = num_heads
+    linear = lambda: nnx.Linear(d_model, d_model, use_bias=False, rngs=rngs)
+    self.query, self.key, self.value, self.out = (linear(), linear(), linear(),
+                                                  linear())
+
+  def _features(self, x_BxLxD):
+    B, L, D = x_BxLxD.shape
+    H = self.num_heads
+    split = lambda y: y.reshape(B, L, H, D // H)
+    return (elu_feature_map(split(self.query(x_BxLxD))),
+            elu_feature_map(split(self.key(x_BxLxD))),
+            split(self.value(x_BxLxD)))
+
+  def _output(self, mixed_BxLxHxK, head_mask):
+    if head_mask is not None:
+      mixed_BxLxHxK = mixed_BxLxHxK * head_mask[:, None]
+    B, L = mixed_BxLxHxK.shape[:2]
+    return self.out(mixed_BxLxHxK.reshape(B, L, -1))
+
+  def __call__(self, x_BxLxD, head_mask=None):
+    """Returns (y_BxLxD, att_BxHxQxL) with Q = L; y excludes the residual.
+    Rows of att sum to 1 (up to the eps) and are zero above the diagonal."""
+    L = x_BxLxD.shape[1]
+    phi_q_BxQxHxK, phi_k_BxLxHxK, v_BxLxHxK = self._features(x_BxLxD)
+    causal_QxL = jnp.arange(L)[None, :] <= jnp.arange(L)[:, None]
+    sim_BxHxQxL = jnp.einsum('bqhk,blhk->bhql', phi_q_BxQxHxK, phi_k_BxLxHxK)
+    sim_BxHxQxL = jnp.where(causal_QxL, sim_BxHxQxL, 0.0)
+    # An explicit reciprocal of unbroadcast sums, as attention's `softmax`,
+    # so that the numbers do not depend on the device count.
+    att_BxHxQxL = sim_BxHxQxL * (
+        1 / (sim_BxHxQxL.sum(-1, keepdims=True) + LINEAR_ATTENTION_EPS))
+    mixed_BxQxHxK = jnp.einsum('bhql,blhk->bqhk', att_BxHxQxL, v_BxLxHxK)
+    return self._output(mixed_BxQxHxK, head_mask), att_BxHxQxL
+
+  def recurrent_form(self, x_BxLxD, head_mask=None):
+    """The same layer as an RNN (Katharopoulos et al. 2020, sec. 3.4):
+    S_i = S_{i-1} + phi(k_i) v_i^T, z_i = z_{i-1} + phi(k_i),
+    V'_i = phi(q_i)^T S_i / (phi(q_i)^T z_i). Returns y_BxLxD (tests only)."""
+    phi_q_BxLxHxK, phi_k_BxLxHxK, v_BxLxHxK = self._features(x_BxLxD)
+    B, _, H, K = v_BxLxHxK.shape
+
+    def step(carry, inputs):
+      S_BxHxKxK, z_BxHxK = carry
+      phi_q, phi_k, v = inputs
+      S_BxHxKxK = S_BxHxKxK + jnp.einsum('bhk,bhv->bhkv', phi_k, v)
+      z_BxHxK = z_BxHxK + phi_k
+      numerator = jnp.einsum('bhk,bhkv->bhv', phi_q, S_BxHxKxK)
+      denominator = jnp.einsum('bhk,bhk->bh', phi_q, z_BxHxK)
+      out = numerator / (denominator + LINEAR_ATTENTION_EPS)[..., None]
+      return (S_BxHxKxK, z_BxHxK), out
+
+    carry = (jnp.zeros((B, H, K, K)), jnp.zeros((B, H, K)))
+    by_position = lambda y: jnp.swapaxes(y, 0, 1)
+    _, mixed_LxBxHxK = jax.lax.scan(
+        step, carry, (by_position(phi_q_BxLxHxK), by_position(phi_k_BxLxHxK),
+                      by_position(v_BxLxHxK)))
+    return self._output(by_position(mixed_LxBxHxK), head_mask)
+
+
+class LinearAttentionClassifier(nnx.Module):
+  """Token + learned position embeddings (as the attention classifier), then
+  per layer x = LayerNorm(x + LinearAttention(x)), a final LayerNorm, a
+  linear classifier on the last position.
+
+  The norms are those of the paper's code (fast-transformers): its
+  TransformerEncoderLayer is post-LN (`norm1(x + attention(x))`) and its
+  builder adds a final LayerNorm by default; PyTorch's eps 1e-5. The layer's
+  feed-forward half is left out, as the other classifiers here have none.
+  """
+
+  def __init__(self, *, vocab_size: int, length: int, d_model: int,
+               num_classes: int, num_heads: int = 1, num_layers: int = 1,
+               rngs: nnx.Rngs):
+    layer_norm = lambda: nnx.LayerNorm(d_model, epsilon=1e-5, rngs=rngs)
+    self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
+    self.position_embed = nnx.Embed(length, d_model, rngs=rngs)
+    self.layers = nnx.List([
+        CausalLinearAttention(d_model, num_heads, rngs=rngs)
+        for _ in range(num_layers)
+    ])
+    self.norms = nnx.List([layer_norm() for _ in range(num_layers)])
+    self.final_norm = layer_norm()
+    self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)
+
+  def embed(self, tokens_BxL):
+    L = tokens_BxL.shape[1]
+    return self.token_embed(tokens_BxL) + self.position_embed(jnp.arange(L))
+
+  def _stack(self, x_BxLxD, recurrent, head_masks):
+    attention = []
+    for i, (layer, norm) in enumerate(zip(self.layers, self.norms)):
+      mask = None if head_masks is None else head_masks[i]
+      if recurrent:
+        y, att = layer.recurrent_form(x_BxLxD, head_mask=mask), None
+      else:
+        y, att = layer(x_BxLxD, head_mask=mask)
+      x_BxLxD = norm(x_BxLxD + y)
+      attention.append(att)
+    return self.final_norm(x_BxLxD), attention
+
+  def hidden_states(self, x_BxLxD, *, recurrent=False, head_masks=None):
+    """The final normalised states at every position, h_BxLxD;
+    recurrent=True runs every layer's `recurrent_form` (tests only)."""
+    return self._stack(x_BxLxD, recurrent, head_masks)[0]
+
+  def classify(self, x_BxLxD, *, per_position=False, weights=True,
+               head_masks=None, **unused):
+    """Every query is computed (the parallel form has no cheaper last row
+    worth a second path), so `all_positions` is accepted and ignored.
+    weights=True: aux['attention'] holds each layer's att_BxHxQxL."""
+    h_BxLxD, attention = self._stack(x_BxLxD, False, head_masks)
+    aux = {'attention': attention} if weights else {}
+    return _read_out(self.classifier, h_BxLxD, per_position), aux
+
+  def __call__(self, tokens_BxL, **kwargs):
+    return self.classify(self.embed(tokens_BxL), **kwargs)
+
+
+# -- LRU (Orvieto et al. 2023) -----------------------------------------------------
+
+# The paper's ring for its longest-range tasks (Orvieto et al. 2023, sec. 3.3
+# and the appendix's hyperparameters: PathX needs |lambda| near 1 and small
+# phases): r_min 0.9, r_max 0.999, max_phase pi/10.
+LRU_R_MIN, LRU_R_MAX, LRU_MAX_PHASE = 0.9, 0.999, math.pi / 10
+
+
+class LRU(nnx.Module):
+  """The linear recurrent unit, N complex units on a D-wide input:
+  h_t = lambda * h_{t-1} + gamma * (B u_t), y_t = Re(C h_t) + D * u_t,
+  lambda = exp(-exp(nu_log) + i exp(theta_log)), gamma = exp(gamma_log).
+
+  Initialisation as the paper's appendix code (and its JAX port,
+  NicolasZucchet/minimal-LRU): lambda uniform over the ring's area between
+  radii r_min and r_max (|lambda|^2 ~ U(r_min^2, r_max^2), so nu_log =
+  log(-log(|lambda|^2) / 2)), phase U(0, max_phase),
+  gamma_log = log(sqrt(1 - |lambda|^2)), Re B, Im B ~ N(0, 1 / (2D)),
+  Re C, Im C ~ N(0, 1 / N) (Glorot-style: unit variance in and out),
+  D ~ N(0, 1). Complex matrices are held as real and imaginary parts, so
+  every parameter the optimiser sees is real.
+  """
+
+  def __init__(self, d_model: int, state_size: int, *, r_min: float,
+               r_max: float, max_phase: float, rngs: nnx.Rngs):
+    D, N = d_model, state_size
+    k_nu, k_theta, k_b_re, k_b_im, k_c_re, k_c_im, k_d = jax.random.split(
+        rngs.params(), 7)
+    u = jax.random.uniform(k_nu, (N,))
+    self.nu_log = nnx.Param(
+        jnp.log(-0.5 * jnp.log(u * (r_max**2 - r_min**2) + r_min**2)))
+    # Above 0: the phase is exp(theta_log), and log(0) would be -inf.
+    u = jax.random.uniform(k_theta, (N,), minval=1e-6)
+    self.theta_log = nnx.Param(jnp.log(max_phase * u))
+    modulus = jnp.exp(-jnp.exp(self.nu_log[...]))
+    self.gamma_log = nnx.Param(jnp.log(jnp.sqrt(1 - modulus**2)))
+    normal = lambda key, shape, fan: (jax.random.normal(key, shape)
+                                      / math.sqrt(fan))
+    self.B_re = nnx.Param(normal(k_b_re, (N, D), 2 * D))
+    self.B_im = nnx.Param(normal(k_b_im, (N, D), 2 * D))
+    self.C_re = nnx.Param(normal(k_c_re, (D, N), N))
+    self.C_im = nnx.Param(normal(k_c_im, (D, N), N))
+    self.D = nnx.Param(jax.random.normal(k_d, (D,)))
+
+  def eigenvalues(self):
+    """lambda_N, the diagonal of the recurrence."""
+    return jnp.exp(-jnp.exp(self.nu_log[...])
+                   + 1j * jnp.exp(self.theta_log[...]))
+
+  def _inputs(self, u_BxLxD):
+    """gamma * (B u_t) at every position, bu_BxLxN (complex)."""
+    B_NxD = ((self.B_re[...] + 1j * self.B_im[...])
+             * jnp.exp(self.gamma_log[...])[:, None])
+    return jnp.einsum('bld,nd->bln', u_BxLxD.astype(B_NxD.dtype), B_NxD)
+
+  def _outputs(self, h_BxLxN, u_BxLxD):
+    C_DxN = self.C_re[...] + 1j * self.C_im[...]
+    return (jnp.einsum('bln,dn->bld', h_BxLxN, C_DxN).real
+            + self.D[...] * u_BxLxD)
+
+  def states(self, u_BxLxD):
+    """h_BxLxN (complex), by an associative scan over positions."""
+    bu_BxLxN = self._inputs(u_BxLxD)
+    # lambda is the same at every position: one row, broadcast by the scan.
+    lambda_1xLxN = jnp.broadcast_to(self.eigenvalues(),
+                                    (1,) + bu_BxLxN.shape[1:])
+    _, h_BxLxN = jax.lax.associative_scan(
+        _affine_combine, (lambda_1xLxN, bu_BxLxN), axis=1)
+    return h_BxLxN
+
+  def recurrent_states(self, u_BxLxD):
+    """h_BxLxN one position at a time, by `lax.scan` (tests only)."""
+    bu_LxBxN = jnp.swapaxes(self._inputs(u_BxLxD), 0, 1)
+    lambda_N = self.eigenvalues()
+
+    def step(h_BxN, bu_BxN):
+      h_BxN = lambda_N * h_BxN + bu_BxN
+      return h_BxN, h_BxN
+
+    _, h_LxBxN = jax.lax.scan(step, jnp.zeros_like(bu_LxBxN[0]), bu_LxBxN)
+    return jnp.swapaxes(h_LxBxN, 0, 1)
+
+  def __call__(self, u_BxLxD):
+    return self._outputs(self.states(u_BxLxD), u_BxLxD)
+
+  def recurrent_form(self, u_BxLxD):
+    return self._outputs(self.recurrent_states(u_BxLxD), u_BxLxD)
+
+
+class LRUBlock(nnx.Module):
+  """The paper's block (Orvieto et al. 2023, fig. 1; minimal-LRU's
+  SequenceLayer with prenorm): x + GLU(GELU(LRU(LayerNorm(x)))), with
+  GLU(y) = W1 y * sigmoid(W2 y); dropout omitted."""
+
+  def __init__(self, d_model: int, *, rngs: nnx.Rngs):
+    self.norm = nnx.LayerNorm(d_model, rngs=rngs)
+    self.lru = LRU(d_model, d_model, r_min=LRU_R_MIN, r_max=LRU_R_MAX,
+                   max_phase=LRU_MAX_PHASE, rngs=rngs)
+    self.glu_value = nnx.Linear(d_model, d_model, rngs=rngs)
+    self.glu_gate = nnx.Linear(d_model, d_model, rngs=rngs)
+
+  def __call__(self, x_BxLxD, *, recurrent=False):
+    u_BxLxD = self.norm(x_BxLxD)
+    y_BxLxD = self.lru.recurrent_form(u_BxLxD) if recurrent else self.lru(
+        u_BxLxD)
+    y_BxLxD = jax.nn.gelu(y_BxLxD)  # tanh approximation: minimal-LRU's
+    y_BxLxD = self.glu_value(y_BxLxD) * jax.nn.sigmoid(self.glu_gate(y_BxLxD))
+    return x_BxLxD + y_BxLxD
+
+
+class LRUClassifier(nnx.Module):
+  """Token embedding, `num_layers` LRU blocks, a linear classifier on the
+  last position. No final norm: the paper's stack has none (its decoder
+  reads the last block's output)."""
+
+  def __init__(self, *, vocab_size: int, length: int, d_model: int,
+               num_classes: int, num_heads: int = 1, num_layers: int = 1,
+               rngs: nnx.Rngs):
+    del length, num_heads  # positions are the recurrence's; no heads
+    self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
+    self.layers = nnx.List([LRUBlock(d_model, rngs=rngs)
+                            for _ in range(num_layers)])
+    self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)
+
+  def embed(self, tokens_BxL):
+    return self.token_embed(tokens_BxL)
+
+  def hidden_states(self, x_BxLxD, *, recurrent=False):
+    """The last block's output at every position, h_BxLxD; recurrent=True
+    steps every LRU with `lax.scan` (tests only)."""
+    for layer in self.layers:
+      x_BxLxD = layer(x_BxLxD, recurrent=recurrent)
+    return x_BxLxD
+
+  def classify(self, x_BxLxD, *, per_position=False, **unused):
+    return _read_out(self.classifier, self.hidden_states(x_BxLxD),
+                     per_position), {}
+
+  def __call__(self, tokens_BxL, **kwargs):
+    return self.classify(self.embed(tokens_BxL), **kwargs)
+
+
+# -- Mamba (Gu & Dao 2023) ---------------------------------------------------------
+
+MAMBA_EXPAND = 2  # E: inner width E * D
+MAMBA_STATE = 16  # N per channel
+MAMBA_CONV = 4  # W: the short causal convolution's width
+MAMBA_DT_MIN, MAMBA_DT_MAX = 1e-3, 1e-1  # softplus(dt bias) log-uniform here
+MAMBA_DT_FLOOR = 1e-4  # the reference clamps the drawn Delta to this
+
+
+def _torch_uniform(fan_in):
+  """PyTorch's default for nn.Linear and nn.Conv1d weights (kaiming-uniform,
+  a = sqrt(5)) and for their biases: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+  bound = 1 / math.sqrt(fan_in)
+  return lambda key, shape, dtype=jnp.float32: jax.random.uniform(
+      key, shape, dtype, -bound, bound)
+
+
+def _decay_scan(delta_BxLxI, A_IxN, x_BxLxIxN):
+  """h_t = exp(Delta_t A) h_{t-1} + x_t at every t, by an associative scan.
+
+  A span of steps is carried as (its summed Delta, its h): the span's decay
+  exp(A * sum Delta) is the product of its exp(Delta_t A), so the scan's
+  first element is (B, L, I), not (B, L, I, N).
+  """
+  def combine(earlier, later):
+    delta1, h1 = earlier
+    delta2, h2 = later
+    return delta1 + delta2, jnp.exp(delta2[..., None] * A_IxN) * h1 + h2
+
+  return jax.lax.associative_scan(combine, (delta_BxLxI, x_BxLxIxN),
+                                  axis=1)[1]
+
+
+def _ssm_states(u_BxLxI, delta_BxLxI, A_IxN, b_BxLxN):
+  """h_BxLxIxN with dA = exp(Delta A) and dB x = Delta B x (Mamba's
+  zero-order hold for A, Euler for B, as its `selective_scan_ref`)."""
+  dBx_BxLxIxN = (delta_BxLxI * u_BxLxI)[..., None] * b_BxLxN[:, :, None, :]
+  return _decay_scan(delta_BxLxI, A_IxN, dBx_BxLxIxN)
+
+
+@jax.custom_vjp
+def selective_scan(u_BxLxI, delta_BxLxI, A_IxN, b_BxLxN, c_BxLxN, D_I):
+  """y_t = C_t . h_t + D * u_t, h_t = exp(Delta_t A) h_{t-1} + Delta_t B_t u_t,
+  every channel its own N states (Mamba's `selective_scan_ref` without the
+  gate), y_BxLxI.
+
+  The (B, L, I, N) states are the memory. Autodiff through the associative
+  scan kept about 12 of them per layer for the backward pass; this VJP keeps
+  only the inputs and, as Mamba's kernel, recomputes the states in the
+  backward pass, where the gradient is the same recurrence run backwards
+  (about 5 for one layer, on the CPU's XLA).
+  """
+  h_BxLxIxN = _ssm_states(u_BxLxI, delta_BxLxI, A_IxN, b_BxLxN)
+  return jnp.einsum('blin,bln->bli', h_BxLxIxN, c_BxLxN) + D_I * u_BxLxI
+
+
+def _selective_scan_forward(*inputs):
+  return selective_scan(*inputs), inputs
+
+
+def _selective_scan_backward(inputs, y_bar_BxLxI):
+  """With g_t = dLoss/dh_t = C_t y_bar_t + exp(Delta_{t+1} A) g_{t+1} (a
+  scan from the end) and a_bar_t = g_t h_{t-1} exp(Delta_t A) the gradient
+  reaching Delta through the decay, every input's gradient is a sum of
+  products with g, h or a_bar."""
+  u_BxLxI, delta_BxLxI, A_IxN, b_BxLxN, c_BxLxN, D_I = inputs
+  h_BxLxIxN = _ssm_states(u_BxLxI, delta_BxLxI, A_IxN, b_BxLxN)
+  flip = lambda z: jnp.flip(z, axis=1)
+  # g_t's decay is the next step's; the last g has no next (its 0 is unused).
+  delta_next_BxLxI = jnp.concatenate(
+      [delta_BxLxI[:, 1:], jnp.zeros_like(delta_BxLxI[:, :1])], axis=1)
+  g_BxLxIxN = flip(_decay_scan(
+      flip(delta_next_BxLxI), A_IxN,
+      flip(y_bar_BxLxI[..., None] * c_BxLxN[:, :, None, :])))
+  h_prev_BxLxIxN = jnp.concatenate(
+      [jnp.zeros_like(h_BxLxIxN[:, :1]), h_BxLxIxN[:, :-1]], axis=1)
+  a_bar_BxLxIxN = (g_BxLxIxN * h_prev_BxLxIxN
+                   * jnp.exp(delta_BxLxI[..., None] * A_IxN))
+  x_bar_BxLxI = jnp.einsum('blin,bln->bli', g_BxLxIxN, b_BxLxN)  # x = Delta u
+  return (y_bar_BxLxI * D_I + x_bar_BxLxI * delta_BxLxI,
+          jnp.einsum('blin,in->bli', a_bar_BxLxIxN, A_IxN)
+          + x_bar_BxLxI * u_BxLxI,
+          jnp.einsum('blin,bli->in', a_bar_BxLxIxN, delta_BxLxI),
+          jnp.einsum('blin,bli->bln', g_BxLxIxN, delta_BxLxI * u_BxLxI),
+          jnp.einsum('blin,bli->bln', h_BxLxIxN, y_bar_BxLxI),
+          jnp.sum(y_bar_BxLxI * u_BxLxI, axis=(0, 1)))
+
+
+selective_scan.defvjp(_selective_scan_forward, _selective_scan_backward)
+
+
+class SelectiveSSM(nnx.Module):
+  """The Mamba mixer (Gu & Dao 2023, fig. 3; state-spaces/mamba
+  `mamba_simple.Mamba`): in_proj to x and z (I wide each); x through a
+  causal depthwise convolution (width W) and SiLU; input-dependent
+  Delta = softplus(dt_proj(x_proj_R(x))), B_t, C_t = x_proj_N(x); the
+  selective scan with A = -exp(A_log); gated by SiLU(z); out_proj.
+
+  Initialisation as the reference: A_log = log(1..N) per channel (S4D-real),
+  D = 1, dt bias = softplus^-1 of Delta ~ log-uniform [1e-3, 1e-1] (floored
+  at 1e-4), dt_proj weights U(+-R^-1/2); the other projections and the
+  convolution PyTorch's default U(+-1/sqrt(fan_in)), its bias too; no
+  projection biases; out_proj divided by sqrt(num_layers), the Mamba LM's
+  GPT-2-style rescaling of a residual branch.
+  """
+
+  def __init__(self, d_model: int, *, num_layers: int, rngs: nnx.Rngs):
+    D, N, W = d_model, MAMBA_STATE, MAMBA_CONV
+    I = MAMBA_EXPAND * D
+    R = math.ceil(D / 16)
+    self.rank = R
+    self.in_proj = nnx.Linear(D, 2 * I, use_bias=False,
+                              kernel_init=_torch_uniform(D), rngs=rngs)
+    self.conv_kernel = nnx.Param(_torch_uniform(W)(rngs.params(), (W, I)))
+    self.conv_bias = nnx.Param(_torch_uniform(W)(rngs.params(), (I,)))
+    self.x_proj = nnx.Linear(I, R + 2 * N, use_bias=False,
+                             kernel_init=_torch_uniform(I), rngs=rngs)
+    self.dt_proj = nnx.Linear(R, I, kernel_init=_torch_uniform(R), rngs=rngs)
+    dt = jnp.exp(jax.random.uniform(
+        rngs.params(), (I,), minval=math.log(MAMBA_DT_MIN),
+        maxval=math.log(MAMBA_DT_MAX)))
+    dt = jnp.maximum(dt, MAMBA_DT_FLOOR)
+    self.dt_proj.bias[...] = dt + jnp.log(-jnp.expm1(-dt))  # softplus^-1
+    self.A_log = nnx.Param(jnp.log(jnp.broadcast_to(
+        jnp.arange(1, N + 1, dtype=jnp.float32), (I, N))))
+    self.D = nnx.Param(jnp.ones((I,)))
+    self.out_proj = nnx.Linear(
+        I, D, use_bias=False, rngs=rngs,
+        kernel_init=lambda key, shape, dtype=jnp.float32: _torch_uniform(I)(
+            key, shape, dtype) / math.sqrt(num_layers))
+
+  def _select(self, x_BxLxI):
+    """Delta_BxLxI, B_BxLxN, C_BxLxN from the convolved input."""
+    N = MAMBA_STATE
+    dt_BxLxR, b_BxLxN, c_BxLxN = jnp.split(
+        self.x_proj(x_BxLxI), [self.rank, self.rank + N], axis=-1)
+    return jax.nn.softplus(self.dt_proj(dt_BxLxR)), b_BxLxN, c_BxLxN
+
+  def __call__(self, x_BxLxD):
+    L = x_BxLxD.shape[1]
+    W = MAMBA_CONV
+    x_BxLxI, z_BxLxI = jnp.split(self.in_proj(x_BxLxD), 2, axis=-1)
+    # Causal: position t sees t-W+1..t; the kernel's last tap is position t.
+    padded = jnp.pad(x_BxLxI, ((0, 0), (W - 1, 0), (0, 0)))
+    x_BxLxI = sum(self.conv_kernel[w] * padded[:, w:w + L]
+                  for w in range(W)) + self.conv_bias[...]
+    x_BxLxI = jax.nn.silu(x_BxLxI)
+    delta_BxLxI, b_BxLxN, c_BxLxN = self._select(x_BxLxI)
+    y_BxLxI = selective_scan(x_BxLxI, delta_BxLxI, -jnp.exp(self.A_log[...]),
+                             b_BxLxN, c_BxLxN, self.D[...])
+    return self.out_proj(y_BxLxI * jax.nn.silu(z_BxLxI))
+
+  def recurrent_form(self, x_BxLxD):
+    """The mixer one position at a time, as the reference's `step`: a window
+    of the last W inputs for the convolution, h_BxIxN for the SSM, with
+    dA = exp(Delta A), dB x = Delta B x (tests only)."""
+    B = x_BxLxD.shape[0]
+    W, N = MAMBA_CONV, MAMBA_STATE
+    x_BxLxI, z_BxLxI = jnp.split(self.in_proj(x_BxLxD), 2, axis=-1)
+    I = x_BxLxI.shape[-1]
+    A_IxN = -jnp.exp(self.A_log[...])
+
+    def step(carry, x_BxI):
+      window_BxWxI, h_BxIxN = carry
+      window_BxWxI = jnp.concatenate([window_BxWxI[:, 1:], x_BxI[:, None]], 1)
+      u_BxI = jax.nn.silu(jnp.einsum('bwi,wi->bi', window_BxWxI,
+                                     self.conv_kernel[...])
+                          + self.conv_bias[...])
+      delta_Bx1xI, b_Bx1xN, c_Bx1xN = self._select(u_BxI[:, None])
+      delta_BxI, b_BxN, c_BxN = delta_Bx1xI[:, 0], b_Bx1xN[:, 0], c_Bx1xN[:, 0]
+      dA_BxIxN = jnp.exp(delta_BxI[..., None] * A_IxN)
+      dBx_BxIxN = (delta_BxI * u_BxI)[..., None] * b_BxN[:, None, :]
+      h_BxIxN = dA_BxIxN * h_BxIxN + dBx_BxIxN
+      y_BxI = jnp.einsum('bin,bn->bi', h_BxIxN, c_BxN) + self.D[...] * u_BxI
+      return (window_BxWxI, h_BxIxN), y_BxI
+
+    carry = (jnp.zeros((B, W, I)), jnp.zeros((B, I, N)))
+    _, y_LxBxI = jax.lax.scan(step, carry, jnp.swapaxes(x_BxLxI, 0, 1))
+    y_BxLxI = jnp.swapaxes(y_LxBxI, 0, 1)
+    return self.out_proj(y_BxLxI * jax.nn.silu(z_BxLxI))
+
+
+class MambaBlock(nnx.Module):
+  """x + Mamba(RMSNorm(x)): the Mamba LM's pre-norm residual block (its
+  fused add-then-norm computes the same numbers); eps 1e-5 as the LM."""
+
+  def __init__(self, d_model: int, *, num_layers: int, rngs: nnx.Rngs):
+    self.norm = nnx.RMSNorm(d_model, epsilon=1e-5, rngs=rngs)
+    self.mixer = SelectiveSSM(d_model, num_layers=num_layers, rngs=rngs)
+
+  def __call__(self, x_BxLxD, *, recurrent=False):
+    u_BxLxD = self.norm(x_BxLxD)
+    y_BxLxD = (self.mixer.recurrent_form(u_BxLxD) if recurrent
+               else self.mixer(u_BxLxD))
+    return x_BxLxD + y_BxLxD
+
+
+class MambaClassifier(nnx.Module):
+  """Token embedding, `num_layers` Mamba blocks, a final RMSNorm (the LM's
+  norm_f), a linear classifier on the last position."""
+
+  def __init__(self, *, vocab_size: int, length: int, d_model: int,
+               num_classes: int, num_heads: int = 1, num_layers: int = 1,
+               rngs: nnx.Rngs):
+    del length, num_heads  # positions are the recurrence's; no heads
+    self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
+    self.layers = nnx.List([
+        MambaBlock(d_model, num_layers=num_layers, rngs=rngs)
+        for _ in range(num_layers)
+    ])
+    self.final_norm = nnx.RMSNorm(d_model, epsilon=1e-5, rngs=rngs)
+    self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)
+
+  def embed(self, tokens_BxL):
+    return self.token_embed(tokens_BxL)
+
+  def hidden_states(self, x_BxLxD, *, recurrent=False):
+    """The final normalised states at every position, h_BxLxD;
+    recurrent=True steps every mixer with `lax.scan` (tests only)."""
+    for layer in self.layers:
+      x_BxLxD = layer(x_BxLxD, recurrent=recurrent)
+    return self.final_norm(x_BxLxD)
+
+  def classify(self, x_BxLxD, *, per_position=False, **unused):
+    return _read_out(self.classifier, self.hidden_states(x_BxLxD),
+                     per_position), {}
+
+  def __call__(self, tokens_BxL, **kwargs):
+    return self.classify(self.embed(tokens_BxL), **kwargs)
