@@ -84,9 +84,9 @@ def plain_gives_way(table: dict, model: str, lengths,
                     window=LESSON_WINDOW) -> dict:
   """Per seed, the give-way interval (c, f] (c its critical distance, f the
   first length it failed) against the lesson's window [lo, hi]: consistent
-  if lo <= c and f <= hi; inconsistent if it failed below lo (f < lo) or
-  carried the symbol to hi or beyond (c >= hi); otherwise the tested lengths
-  cannot tell. The verdict counts the seeds the lengths can judge."""
+  if lo <= c and f <= hi; inconsistent if it had already failed by lo
+  (f <= lo) or carried the symbol to hi or beyond (c >= hi); otherwise the
+  tested lengths cannot tell. The verdict counts the seeds the lengths can judge."""
   lo, hi = window
   seeds = sorted(table[model, lengths[0]])
   crit = per_seed_critical(table, model, lengths)
@@ -96,7 +96,7 @@ def plain_gives_way(table: dict, model: str, lengths,
     where.append(f'({c}, {f if f is not None else "-"}]')
     if f is not None and lo <= c and f <= hi:
       consistent += 1
-    elif (f is not None and f < lo) or c >= hi:
+    elif (f is not None and f <= lo) or c >= hi:
       inconsistent += 1
   judged = consistent + inconsistent
   undetermined = len(seeds) - judged
@@ -109,7 +109,7 @@ def plain_gives_way(table: dict, model: str, lengths,
       verdict=stats.k_of_n(consistent, judged), test='per seed',
       note=f'"about 15" is read as giving way between L={lo} and L={hi}: a '
            f'seed that solved L>={lo} and failed by L={hi} is consistent; '
-           f'one that failed below L={lo} or solved L>={hi} is not; the '
+           f'one that failed by L={lo} or solved L>={hi} is not; the '
            'rest cannot be judged by the tested lengths')
 
 
