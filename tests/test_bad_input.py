@@ -2,11 +2,12 @@
 
 import pytest
 
+from src import models
 from tests.helpers import run_py
 
 CASES = [
     (['--exp=nope'], '--exp', 'distance'),
-    (['--models=lstm,transformer'], '--models', 'attention,lstm,gru,rnn'),
+    (['--models=lstm,transformer'], '--models', ','.join(models.names())),
     (['--models='], '--models', 'comma-separated'),
     (['--lengths='], '--lengths', 'comma-separated'),
     (['--lengths=10,abc'], '--lengths', 'integers >= 3'),
