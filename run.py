@@ -10,7 +10,6 @@ before anything is written, and hands a config to one experiment.
 import dataclasses
 import os
 import sys
-from pathlib import Path
 
 from absl import app, flags, logging
 
@@ -18,15 +17,17 @@ from experiments import EXPERIMENTS, load
 from src import config as config_lib
 from src import models as models_lib
 from src import rundir
+from src import storage
 
 FLAGS = flags.FLAGS
 MAX_AUTO_CPU_DEVICES = 8  # past this, padding seeds outweigh the idle cores
 
 flags.DEFINE_string('exp', 'distance',
                     f'experiment to run: one of {", ".join(EXPERIMENTS)}')
-flags.DEFINE_string('workdir', None, 'output folder (default runs/<exp>)')
-flags.DEFINE_string('checkpoint_dir', None,
-                    'checkpoint folder (default checkpoints/<exp>)')
+flags.DEFINE_string('workdir', None, 'output folder, local or gs://bucket/... '
+                    '(default runs/<exp>)')
+flags.DEFINE_string('checkpoint_dir', None, 'checkpoint folder, local or '
+                    'gs://bucket/... (default checkpoints/<exp>)')
 flags.DEFINE_string('compilation_cache_dir', '.jax_cache',
                     'persistent XLA compilation cache, so a rerun does not '
                     'compile again; empty disables it')
@@ -135,12 +136,13 @@ def main(argv):
         module = load(part)
         config_lib.parse(module.QUICK if FLAGS.quick else module.DEFAULTS,
                          raw, models=models_lib.names(module.accepts))
-    workdir = Path(FLAGS.workdir or f'runs/{FLAGS.exp}')
-    checkpoint_dir = Path(FLAGS.checkpoint_dir or f'checkpoints/{FLAGS.exp}')
+    workdir = storage.path(FLAGS.workdir or f'runs/{FLAGS.exp}')
+    checkpoint_dir = storage.path(FLAGS.checkpoint_dir or
+                                  f'checkpoints/{FLAGS.exp}')
     rundir.check(workdir, checkpoint_dir, config, FLAGS.overwrite)
     if FLAGS.compilation_cache_dir:
       rundir.check_writable('compilation_cache_dir',
-                            Path(FLAGS.compilation_cache_dir))
+                            storage.path(FLAGS.compilation_cache_dir))
     check_distributed_flags()
     num_cpu_devices = cpu_devices()
   except config_lib.ConfigError as e:
@@ -155,8 +157,8 @@ def main(argv):
                          num_processes=FLAGS.num_processes,
                          process_id=FLAGS.process_id, auto=FLAGS.distributed)
   if FLAGS.compilation_cache_dir:
-    jax.config.update('jax_compilation_cache_dir',
-                      str(Path(FLAGS.compilation_cache_dir).absolute()))
+    jax.config.update('jax_compilation_cache_dir', os.fspath(
+        storage.absolute(FLAGS.compilation_cache_dir)))
     jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.2)
   try:
     config_lib.check_memory(config, getattr(

@@ -115,8 +115,9 @@ class _History:
     self.path = path
     self.steps, self.weights = [], []  # weights: [chunks, class, L]
     if path.exists():
-      saved = np.load(path)
-      self.steps, self.weights = list(saved['steps']), list(saved['weights'])
+      with path.open('rb') as f:  # through epath: the workdir may be a bucket
+        saved = np.load(f)
+        self.steps, self.weights = list(saved['steps']), list(saved['weights'])
 
   def log(self, step, probe, writer, config):
     weights_SxCxL = np.asarray(probe['weights'])[:config.seeds]
@@ -125,8 +126,9 @@ class _History:
     self.weights = [self.weights[i] for i in keep] + [weights_SxCxL.mean(0)]
     if writer is None:
       return
-    np.savez(self.path, steps=np.asarray(self.steps),
-             weights=np.asarray(self.weights))
+    with self.path.open('wb') as f:
+      np.savez(f, steps=np.asarray(self.steps),
+               weights=np.asarray(self.weights))
     for c, cls in enumerate(CLASSES):
       writer.add_scalar(f'pos0_mass/{cls}',
                         np.asarray(probe['pos0_mass'])[:config.seeds, c].mean(),
