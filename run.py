@@ -13,6 +13,7 @@ import sys
 
 from absl import app, flags, logging
 
+import experiments
 from experiments import EXPERIMENTS, load
 from src import config as config_lib
 from src import models as models_lib
@@ -66,11 +67,17 @@ def fail(message: str) -> None:
   sys.exit(2)
 
 
-def passthrough() -> list[str]:
-  """The flags the user gave that every part of --exp=all takes too."""
-  names = _FIELD_FLAGS + ('quick', 'compilation_cache_dir', 'cpu_devices',
-                          'coordinator_address', 'num_processes',
-                          'process_id', 'distributed', 'verbosity')
+def given_fields() -> dict[str, str]:
+  """The config field flags the user gave, as text."""
+  return {name: FLAGS[name].value for name in _FIELD_FLAGS
+          if FLAGS[name].value is not None}
+
+
+def passthrough(part: str) -> list[str]:
+  """The flags the user gave that part `part` of --exp=all reads."""
+  names = tuple(n for n in _FIELD_FLAGS if n in load(part).FIELDS) + (
+      'quick', 'compilation_cache_dir', 'cpu_devices', 'coordinator_address',
+      'num_processes', 'process_id', 'distributed', 'verbosity')
   out = []
   for name in names:
     if FLAGS[name].present:
@@ -125,17 +132,23 @@ def main(argv):
           f'--exp: unknown experiment {FLAGS.exp!r}; expected one of '
           f'{", ".join(EXPERIMENTS)}')
     experiment = load(FLAGS.exp)
+    raw = given_fields()
+    reads = experiments.fields(FLAGS.exp)
+    for name in raw:
+      if name not in reads:
+        raise config_lib.ConfigError(
+            f'--{name}: --exp={FLAGS.exp} does not read it (it reads '
+            f'--{", --".join(reads)})')
     defaults = experiment.QUICK if FLAGS.quick else experiment.DEFAULTS
     config = config_lib.parse(
-        dataclasses.replace(defaults, quick=FLAGS.quick),
-        {name: FLAGS[name].value for name in _FIELD_FLAGS},
+        dataclasses.replace(defaults, quick=FLAGS.quick), raw,
         models=models_lib.names(experiment.accepts))
-    raw = {name: FLAGS[name].value for name in _FIELD_FLAGS}
     if FLAGS.exp == 'all':  # each part must accept the flags handed to it
       for part in experiment.PARTS:
         module = load(part)
         config_lib.parse(module.QUICK if FLAGS.quick else module.DEFAULTS,
-                         raw, models=models_lib.names(module.accepts))
+                         {k: v for k, v in raw.items() if k in module.FIELDS},
+                         models=models_lib.names(module.accepts))
     workdir = storage.path(FLAGS.workdir or f'runs/{FLAGS.exp}')
     checkpoint_dir = storage.path(FLAGS.checkpoint_dir or
                                   f'checkpoints/{FLAGS.exp}')
@@ -186,7 +199,8 @@ def main(argv):
                            extra=extra) as run_dir:
       distributed.sync('run_dir_open')  # process 0 has cleared or locked it
       if FLAGS.exp == 'all':
-        experiment.run(config, run_dir, stop=stop, passthrough=passthrough())
+        experiment.run(config, run_dir, stop=stop, passthrough={
+            part: passthrough(part) for part in experiment.PARTS})
       else:
         experiment.run(config, run_dir, stop=stop)
   except config_lib.ConfigError as e:

@@ -43,8 +43,9 @@ accepts = lambda spec: True  # each part checks its own
 COLUMNS = ['experiment', 'claim', 'verdict', 'measured']
 
 
-def run(config: Config, run_dir, *, stop=None, passthrough=()) -> dict:
-  """`passthrough`: the flags the user gave, handed to every part."""
+def run(config: Config, run_dir, *, stop=None, passthrough=None) -> dict:
+  """`passthrough[part]`: the flags the user gave that the part reads."""
+  passthrough = passthrough or {}
   root = Path(__file__).resolve().parents[1]
   walls = {}
   for name in PARTS:
@@ -78,7 +79,7 @@ def part_command(name, run_dir, passthrough):
   return ['python', 'run.py', f'--exp={name}',
           f'--workdir={run_dir.path / name}',
           f'--checkpoint_dir={run_dir.checkpoint_dir / name}',
-          *passthrough]
+          *passthrough.get(name, ())]
 
 
 def write_report(config, run_dir, passthrough, walls) -> dict:

@@ -40,6 +40,10 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, seeds=4, steps=300)
 accepts = lambda spec: spec.has_attention  # the beam is its weights
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('lengths', 'seeds', 'seed', 'steps', 'batch_size', 'learning_rate',
+          'd_model', 'num_heads', 'num_layers', 'num_filler', 'eval_examples',
+          'chunk_steps', 'checkpoint_every')
 
 COLUMNS = ['length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
            'accuracy', 'steps', 'wall_s']

@@ -43,6 +43,10 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(
     DEFAULTS, lengths=(5, 10, 20, 40), seeds=2, steps=200)
 accepts = lambda spec: True
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
+          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
+          'chunk_steps', 'checkpoint_every')
 COLUMNS = ['model', 'length', 'seed', 'phase', 'step', 'sensitivity',
            'pos0_mass', 'accuracy']
 PROBE_EXAMPLES = 512

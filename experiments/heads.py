@@ -47,6 +47,10 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, heads=(1, 2), seeds=2, steps=400)
 accepts = lambda spec: spec.has_attention  # heads are attention's
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('lengths', 'heads', 'seeds', 'seed', 'steps', 'batch_size',
+          'learning_rate', 'd_model', 'num_filler', 'eval_examples',
+          'chunk_steps', 'checkpoint_every')
 COLUMNS = ['num_heads', 'length', 'seed', 'head', 'mass_first', 'mass_second',
            'ablated_acc_first', 'ablated_acc_second', 'accuracy']
 SPECIALISED = 0.5  # a head "holds" a relation with over half its weight on it

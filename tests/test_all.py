@@ -53,6 +53,13 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
   verdicts = [l.split('|')[4].strip().strip('*') for l in table]
   assert verdicts == expected and len(verdicts) >= 6
   assert 'Reproduce: `python run.py --exp=distance' in report
+  # Each part is handed only the flags it reads.
+  reproduce = dict(re.findall(r'Reproduce: `python run.py --exp=(\w+) (.*)`',
+                              report))
+  assert '--models=attention' in reproduce['distance']
+  assert '--models' not in reproduce['attention'] + reproduce['heads']
+  assert '--steps' not in reproduce['budget']
+  assert '--budgets' not in reproduce['distance']
   assert all(VERDICT.match(v) for v in verdicts)
   rows = read_csv(run / 'results.csv')
   assert [r['verdict'] for r in rows] == expected

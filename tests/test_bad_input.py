@@ -24,6 +24,8 @@ CASES = [
     (['--lengths=100000', '--eval_examples=100000'], '--lengths', 'GiB'),
     (['--cpu_devices=0'], '--cpu_devices', 'integer >= 1'),
     (['extra_positional'], 'unexpected arguments', 'flags look like'),
+    (['--vocab=8'], '--vocab', '--exp=distance does not read it'),
+    (['--exp=cost', '--seeds=3'], '--seeds', '--exp=cost does not read it'),
 ]
 
 
