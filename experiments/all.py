@@ -83,6 +83,8 @@ def part_command(name, run_dir, passthrough):
 
 
 def write_report(config, run_dir, passthrough, walls) -> dict:
+  if not run_dir.is_writer:
+    return {}  # the parts' process 0 wrote their summaries: its host reports
   claims, sections = [], []
   for name in ORDER:
     folder = run_dir.path / name
@@ -105,7 +107,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
               f'Reproduce: `{command}`', '']
     sections.append('\n'.join(lines))
   rows = [{k: c[k] for k in COLUMNS} for c in claims]
-  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
+  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS,
+                              write=True)  # no backend here to ask who writes
   if not results.rows:
     results.append(rows)
   header = ['# Searchlight: what held', '']
@@ -116,7 +119,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
                '`python run.py --exp=all`.', '']
   config_json = json.loads((run_dir.path / 'distance' / 'config.json')
                            .read_text())
-  header += [f'Run on {", ".join(config_json.get("devices", []))[:120]}, '
+  devices = config_json.get('provenance', {}).get('devices') or []
+  header += [f'Run on {", ".join(devices)[:120]}, '
              f'{time.strftime("%Y-%m-%d")}; the experiments took '
              f'{sum(walls.values()) / 60:.1f} minutes in this process. Each '
              'claim is judged from its experiment\'s own summary.json; every '

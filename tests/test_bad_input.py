@@ -26,6 +26,10 @@ CASES = [
     (['extra_positional'], 'unexpected arguments', 'flags look like'),
     (['--vocab=8'], '--vocab', '--exp=distance does not read it'),
     (['--exp=cost', '--seeds=3'], '--seeds', '--exp=cost does not read it'),
+    (['--nosuch=1'], '--nosuch', 'unknown flag'),
+    (['--only_check_args', '--steps=0'], '--steps', 'integer >= 1'),
+    (['--only_check_args', '--exp=all', '--vocab=2'], '--vocab',
+     'integer >= 3'),
 ]
 
 
