@@ -8,6 +8,7 @@ write returns) and no `fcntl` lock (a bucket workdir is not locked). Buckets
 need gcsfs (`requirements-gcs.txt`), which epath's fsspec backend loads.
 """
 
+import logging
 import os
 import threading
 
@@ -55,12 +56,16 @@ def probe(p, timeout_s: float = TIMEOUT_S) -> bool:
     except BaseException as e:  # pylint: disable=broad-except
       answer['error'] = e
 
+  quiet = logging.getLogger('gcsfs')  # its credential warnings: one line here
+  level = quiet.level
+  quiet.setLevel(logging.ERROR)
   thread = threading.Thread(target=ask, daemon=True)
   thread.start()
   thread.join(timeout_s)
   if thread.is_alive():
     raise Unreachable(f'no answer within {timeout_s:g} s (no network or no '
                       'credentials? try `gcloud storage ls` from this machine)')
+  quiet.setLevel(level)
   error = answer.get('error')
   if isinstance(error, ImportError):
     raise Unreachable(f'Cloud Storage needs gcsfs: {GCS_HINT}')
