@@ -52,6 +52,10 @@ def environment() -> dict[str, str]:
           if k.startswith(ENV_PREFIXES)}
 
 
+# As the user set it: a started backend adds its own (TPU_SKIP_MDS_QUERY).
+_ENVIRONMENT_AT_IMPORT = environment()
+
+
 def collect(*, flags: dict, flag_sources: dict, flagfiles: dict,
             devices=None, process_count: int | None = None) -> dict:
   """The provenance block of config.json: `flags` every flag's value,
@@ -66,7 +70,7 @@ def collect(*, flags: dict, flag_sources: dict, flagfiles: dict,
       'devices': None if devices is None else [str(d) for d in devices],
       'device_kind': None if not devices else devices[0].device_kind,
       'process_count': process_count,
-      'environment': environment(),
+      'environment': _ENVIRONMENT_AT_IMPORT,
       'flags': flags,
       'flag_sources': flag_sources,
       'flagfiles': flagfiles,
