@@ -1,10 +1,11 @@
 """The whole lesson in one command: every experiment, then REPORT.md.
 
-Command: `python run.py --exp=all` (about 13 minutes on a 2-core CPU), or
-`python run.py --exp=all --quick` for a first look (about 2.5 minutes).
-Runs distance, attention, gradient, cost, heads, induction and budget, each
-as its own `run.py` process in a sub-workdir (`<workdir>/<name>`, checkpoints
-in `<checkpoint_dir>/<name>`), so each resumes as usual; then reads their
+Command: `python run.py --exp=all` (about 90 minutes on a 2-core CPU), or
+`python run.py --exp=all --quick` for a first look (about 10 minutes).
+Runs the parts in RUNS (every experiment but throughput, and distance and
+induction once more for the linear recurrences), each as its own `run.py`
+process in a sub-workdir (`<workdir>/<name>`, checkpoints in
+`<checkpoint_dir>/<name>`), so each resumes as usual; then reads their
 summary.json files and writes REPORT.md: claim by claim, the measured number,
 the verdict, the figure and the command that reproduces it. The links are
 relative: zip the folder or push it to GitHub and it still reads.
@@ -22,11 +23,34 @@ from src import record
 from src.checkpoint import Preempted
 from src.config import Config
 
-PARTS = ('distance', 'attention', 'gradient', 'cost', 'heads', 'induction',
-         'gating', 'budget')
+# The parts, in the order they run: (name, experiment, flags of its own in
+# a full run and in a quick one). A part's own flags come before the user's,
+# so the user's win. `linear` and `induction_linear` measure the recurrences
+# that came back (linear attention, LRU, Mamba) on the same claims: Mamba's
+# associative scan is the slowest step here on a CPU, so they stop at L=100
+# and induction runs 4 seeds.
+_LINEAR = '--models=attention,lstm_chrono,rnn,linear_attention,lru,mamba'
+RUNS = (
+    ('distance', 'distance', (), ()),
+    ('linear', 'distance', (_LINEAR, '--lengths=10,20,50,100'), (_LINEAR,)),
+    ('attention', 'attention', (), ()),
+    ('gradient', 'gradient', (), ()),
+    ('cost', 'cost', (), ()),
+    ('heads', 'heads', (), ()),
+    ('induction', 'induction', (), ()),
+    ('induction_linear', 'induction',
+     ('--models=linear_attention,lru,mamba', '--seeds=4'),
+     ('--models=linear_attention,lru,mamba',)),
+    ('gating', 'gating', (), ()),
+    ('budget', 'budget', (), ()),
+)
+PARTS = tuple(dict.fromkeys(exp for _, exp, _, _ in RUNS))  # experiments
 # Where each part stands in the lesson, and its figure.
 SECTIONS = {
     'distance': ('2. Distance', 'distance.png'),
+    'linear': ('8. The recurrences that came back: distance', 'distance.png'),
+    'induction_linear': ('8. The recurrences that came back: induction',
+                         'induction.png'),
     'gating': ('2. Distance: gating at its best (initialisations)',
                'gating.png'),
     'budget': ('2. Distance: wall or budget?', 'budget.png'),
@@ -37,8 +61,7 @@ SECTIONS = {
     'induction': ('7. Depth (induction)', 'induction.png'),
 }
 ORDER = ('distance', 'gating', 'budget', 'attention', 'gradient', 'cost',
-         'heads',
-         'induction')
+         'heads', 'induction', 'linear', 'induction_linear')
 
 DEFAULTS = Config(exp='all')
 QUICK = dataclasses.replace(DEFAULTS, quick=True)
@@ -46,14 +69,15 @@ accepts = lambda spec: True  # each part checks its own
 COLUMNS = ['experiment', 'claim', 'verdict', 'measured']
 
 
-def run(config: Config, run_dir, *, stop=None, passthrough=()) -> dict:
-  """`passthrough`: the flags the user gave, handed to every part."""
+def run(config: Config, run_dir, *, stop=None, passthrough=None) -> dict:
+  """`passthrough[part]`: the flags the user gave that the part reads."""
+  passthrough = passthrough or {}
   root = Path(__file__).resolve().parents[1]
   walls = {}
-  for name in PARTS:
+  for name, *_ in RUNS:
     if stop is not None and stop.requested:
       raise Preempted(stop.signum, f'before {name}')
-    command = part_command(name, run_dir, passthrough)
+    command = part_command(name, run_dir, passthrough, config.quick)
     print(f'\n=== {name}: {" ".join(command)}', flush=True)
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, *command[1:]], cwd=root)
@@ -77,20 +101,24 @@ def run(config: Config, run_dir, *, stop=None, passthrough=()) -> dict:
   return write_report(config, run_dir, passthrough, walls)
 
 
-def part_command(name, run_dir, passthrough):
-  return ['python', 'run.py', f'--exp={name}',
+def part_command(name, run_dir, passthrough, quick):
+  exp, full, fast = next((e, f, q) for n, e, f, q in RUNS if n == name)
+  return ['python', 'run.py', f'--exp={exp}',
           f'--workdir={run_dir.path / name}',
           f'--checkpoint_dir={run_dir.checkpoint_dir / name}',
-          *passthrough]
+          *(fast if quick else full), *passthrough.get(exp, ())]
 
 
 def write_report(config, run_dir, passthrough, walls) -> dict:
+  if not run_dir.is_writer:
+    return {}  # the parts' process 0 wrote their summaries: its host reports
   claims, sections = [], []
   for name in ORDER:
     folder = run_dir.path / name
     summary = json.loads((folder / 'summary.json').read_text())
     title, figure = SECTIONS[name]
-    command = ' '.join(part_command(name, run_dir, passthrough))
+    command = ' '.join(part_command(name, run_dir, passthrough,
+                                    config.quick))
     lines = [f'## {title}', '']
     for c in summary.get('claims', []):
       where = f' (L={c["length"]})' if 'length' in c else ''
@@ -107,7 +135,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
               f'Reproduce: `{command}`', '']
     sections.append('\n'.join(lines))
   rows = [{k: c[k] for k in COLUMNS} for c in claims]
-  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
+  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS,
+                              write=True)  # no backend here to ask who writes
   if not results.rows:
     results.append(rows)
   header = ['# Searchlight: what held', '']
@@ -118,7 +147,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
                '`python run.py --exp=all`.', '']
   config_json = json.loads((run_dir.path / 'distance' / 'config.json')
                            .read_text())
-  header += [f'Run on {", ".join(config_json.get("devices", []))[:120]}, '
+  devices = config_json.get('provenance', {}).get('devices') or []
+  header += [f'Run on {", ".join(devices)[:120]}, '
              f'{time.strftime("%Y-%m-%d")}; the experiments took '
              f'{sum(walls.values()) / 60:.1f} minutes in this process. Each '
              'claim is judged from its experiment\'s own summary.json; every '

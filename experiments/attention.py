@@ -41,6 +41,10 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, seeds=4, steps=300)
 accepts = lambda spec: spec.has_attention  # the beam is its weights
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size', 'learning_rate',
+          'd_model', 'num_heads', 'num_layers', 'num_filler', 'eval_examples',
+          'chunk_steps', 'checkpoint_every')
 
 COLUMNS = ['model', 'length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
            'accuracy', 'steps', 'wall_s']
@@ -122,8 +126,9 @@ class _History:
     self.path = path
     self.steps, self.weights = [], []  # weights: [chunks, class, L]
     if path.exists():
-      saved = np.load(path)
-      self.steps, self.weights = list(saved['steps']), list(saved['weights'])
+      with path.open('rb') as f:  # through epath: the workdir may be a bucket
+        saved = np.load(f)
+        self.steps, self.weights = list(saved['steps']), list(saved['weights'])
 
   def log(self, step, probe, writer, config):
     weights_SxCxL = np.asarray(probe['weights'])[:config.seeds]
@@ -132,8 +137,9 @@ class _History:
     self.weights = [self.weights[i] for i in keep] + [weights_SxCxL.mean(0)]
     if writer is None:
       return
-    np.savez(self.path, steps=np.asarray(self.steps),
-             weights=np.asarray(self.weights))
+    with self.path.open('wb') as f:
+      np.savez(f, steps=np.asarray(self.steps),
+               weights=np.asarray(self.weights))
     for c, cls in enumerate(CLASSES):
       writer.add_scalar(f'pos0_mass/{cls}',
                         np.asarray(probe['pos0_mass'])[:config.seeds, c].mean(),

@@ -43,6 +43,10 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(
     DEFAULTS, lengths=(5, 20, 50), budgets=(100, 400), seeds=4, steps=400)
 accepts = lambda spec: True
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
+          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
+          'eval_examples', 'chunk_steps', 'checkpoint_every')
 COLUMNS = sweep.BUDGET_COLUMNS
 
 

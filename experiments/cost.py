@@ -36,7 +36,8 @@ from src.config import Config
 
 DEFAULTS = Config(
     exp='cost',
-    models=('attention', 'attention_last', 'lstm', 'gru', 'rnn'),
+    models=('attention', 'attention_last', 'lstm', 'gru', 'rnn',
+            'linear_attention', 'lru', 'mamba'),
     lengths=(64, 128, 256, 512, 1024, 2048, 4096, 8192),  # doublings
     seeds=1,  # cost is per model; seeds do not enter
     steps=1,
@@ -46,6 +47,9 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, lengths=(64, 256, 1024, 2048))
 accepts = lambda spec: True
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'batch_size', 'learning_rate', 'd_model',
+          'num_heads', 'num_layers', 'num_filler')
 COLUMNS = ['model', 'length', 'pass', 'flops', 'bytes', 'peak_bytes',
            'wall_s', 'depth', 'compile_s']
 PASSES = ('forward', 'train')

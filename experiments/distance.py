@@ -47,6 +47,10 @@ QUICK = dataclasses.replace(
     DEFAULTS, lengths=(5, 20, 50), seeds=4, steps=300)
 
 accepts = lambda spec: True  # which registered models --models takes
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
+          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
+          'eval_examples', 'chunk_steps', 'checkpoint_every')
 
 COLUMNS = ['model', 'family', 'length', 'seed', 'steps', 'accuracy', 'solved',
            'loss', 'diverged', 'num_params', 'wall_s', 'compile_s']

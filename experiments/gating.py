@@ -49,6 +49,10 @@ QUICK = dataclasses.replace(
     DEFAULTS, models=('lstm', 'lstm_chrono', 'rnn'), lengths=(10, 20, 50),
     budgets=(150, 300), seeds=4, steps=300)
 accepts = lambda spec: True  # claims judge the gated and plain ones
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
+          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
+          'eval_examples', 'chunk_steps', 'checkpoint_every')
 COLUMNS = sweep.BUDGET_COLUMNS
 
 

@@ -34,7 +34,8 @@ from src.config import Config
 
 DEFAULTS = Config(
     exp='gradient',
-    models=('attention', 'lstm', 'lstm_chrono', 'gru', 'rnn'),
+    # lru: the bridge through a linear recurrence (Orvieto et al. 2023).
+    models=('attention', 'lstm', 'lstm_chrono', 'gru', 'rnn', 'lru'),
     lengths=(5, 10, 20, 40, 80),  # doubling: a decay shows as a steady drop
     seeds=8,  # each seed's decay is fitted on its own
     steps=500,  # the distance experiment's budget
@@ -47,6 +48,10 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(
     DEFAULTS, lengths=(5, 10, 20, 40), seeds=4, steps=200)
 accepts = lambda spec: True
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
+          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
+          'chunk_steps', 'checkpoint_every')
 COLUMNS = ['model', 'length', 'seed', 'phase', 'step', 'sensitivity',
            'pos0_mass', 'accuracy', 'sensitivity_last', 'relative_sensitivity']
 PROBE_EXAMPLES = 512

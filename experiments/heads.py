@@ -48,6 +48,10 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, heads=(1, 2), seeds=2, steps=400)
 accepts = lambda spec: spec.has_attention  # heads are attention's
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'heads', 'seeds', 'seed', 'steps', 'batch_size',
+          'learning_rate', 'd_model', 'num_filler', 'eval_examples',
+          'chunk_steps', 'checkpoint_every')
 COLUMNS = ['model', 'num_heads', 'length', 'seed', 'head', 'mass_first',
            'mass_second',
            'ablated_acc_first', 'ablated_acc_second', 'accuracy']

@@ -52,6 +52,10 @@ DEFAULTS = Config(
 # that it had not formed yet.
 QUICK = dataclasses.replace(DEFAULTS, seeds=2)
 accepts = lambda spec: True
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'depths', 'num_heads', 'vocab', 'seeds', 'seed',
+          'steps', 'batch_size', 'learning_rate', 'd_model', 'eval_examples',
+          'chunk_steps', 'checkpoint_every')
 COLUMNS = ['model', 'num_layers', 'length', 'seed', 'accuracy']
 HEAD_COLUMNS = ['model', 'num_layers', 'length', 'seed', 'layer', 'head',
                 'prev_token_score', 'induction_score']

@@ -43,6 +43,10 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, lengths=(10, 50), steps=20)
 accepts = lambda spec: True
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
+          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
+          'chunk_steps')
 COLUMNS = ['model', 'length', 'seeds', 'batch_size', 'steps_per_s',
            'seqs_per_s', 'flops_per_step', 'flops_per_s', 'peak_fraction',
            'scan_iter_us', 'compile_s', 'wall_s']

@@ -5,17 +5,21 @@ divergence flags and the step; keys are derived from the config, so that is
 all a resumed run needs to draw the same strings. Orbax writes into a
 temporary folder and renames it when complete, so a half-written checkpoint is
 never listed; a checksum saved beside the state catches one that was damaged
-afterwards, and restore then falls back to the previous good one.
+afterwards, and restore then moves it aside (`<step>.bad`, which orbax does
+not list) and falls back to the previous good one. Nothing is deleted: an
+unreadable checkpoint may be a storage hiccup or a code change, and renaming
+it back restores it. The folder may be local or a bucket (`src/storage.py`).
 """
 
-import shutil
 import signal
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import orbax.checkpoint as ocp
 from absl import logging
+
+from src import distributed
+from src import storage
 
 
 class Preempted(Exception):
@@ -68,8 +72,8 @@ def checksum(tree) -> jax.Array:
 class GroupCheckpoints:
   """Checkpoints of one group under `directory`, the last few kept."""
 
-  def __init__(self, directory: str | Path, *, max_to_keep: int = 3):
-    self.directory = Path(directory).absolute()
+  def __init__(self, directory, *, max_to_keep: int = 3):
+    self.directory = storage.absolute(directory)
     options = ocp.CheckpointManagerOptions(
         max_to_keep=max_to_keep, create=True,
         enable_async_checkpointing=False)
@@ -85,7 +89,7 @@ class GroupCheckpoints:
     """Returns (step, state) of the newest good checkpoint, else (0, None).
 
     A checkpoint that fails to load or whose checksum disagrees is reported
-    and removed, and the one before it is tried.
+    and moved aside, and the one before it is tried.
     """
     for step in sorted(self.manager.all_steps(), reverse=True):
       try:
@@ -98,13 +102,28 @@ class GroupCheckpoints:
         return step, state
       except Exception as e:  # any damage: fall back, never a traceback
         reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        logging.warning('Checkpoint %s/%d is damaged (%s); falling back to '
-                        'the previous one.', self.directory, step, reason)
+        aside = self.move_aside(step)
+        logging.warning('Checkpoint %s/%d is damaged (%s); moved to %s; '
+                        'falling back to the previous one.', self.directory,
+                        step, reason, aside)
         print(f'warning: checkpoint {self.directory}/{step} is damaged '
-              f'({reason}); falling back to the previous one', flush=True)
-        shutil.rmtree(self.directory / str(step), ignore_errors=True)
+              f'({reason}); moved aside to {aside}; falling back to the '
+              'previous one', flush=True)
         self.manager.reload()
     return 0, None
+
+  def move_aside(self, step: int):
+    """Renames `<step>` to `<step>.bad` (or `.bad2`, ...), out of orbax's
+    sight, so that the step can be saved again; returns the new path."""
+    source = self.directory / str(step)
+    for i in range(1, 1000):
+      target = self.directory / f'{step}.bad{i if i > 1 else ""}'
+      if not target.exists():
+        break
+    if jax.process_index() == 0:  # one process renames a shared folder
+      source.rename(target)
+    distributed.sync(f'move_aside_{self.directory}_{step}')
+    return target
 
   def close(self) -> None:
     self.manager.close()

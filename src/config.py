@@ -127,6 +127,22 @@ def _choice_list(flag, text, choices):
   return tuple(out)
 
 
+# What each field flag takes, for --help; parse() below enforces it.
+_COUNT, _COUNTS = 'an integer >= 1', 'a comma list of distinct integers >= 1'
+FLAG_SYNTAX = {
+    'models': 'a comma list of distinct registered model names',
+    'lengths': 'a comma list of distinct integers >= '
+               f'{tasks_lib.MIN_LENGTH}',
+    'seeds': _COUNT, 'seed': 'an integer >= 0', 'steps': _COUNT,
+    'batch_size': _COUNT, 'learning_rate': 'a finite number > 0',
+    'd_model': _COUNT, 'num_heads': f'{_COUNT} dividing --d_model',
+    'num_layers': _COUNT, 'heads': f'{_COUNTS}, each dividing --d_model',
+    'depths': _COUNTS, 'vocab': 'an integer >= 3', 'budgets': _COUNTS,
+    'num_filler': _COUNT, 'eval_examples': _COUNT, 'chunk_steps': _COUNT,
+    'checkpoint_every': _COUNT,
+}
+
+
 def parse(defaults: Config, raw: dict, *, models=None,
           min_length=tasks_lib.MIN_LENGTH) -> Config:
   """Overrides `defaults` with the flags given as text (None: not given).

@@ -35,6 +35,23 @@ def initialize(*, coordinator_address: str | None, num_processes: int | None,
                                process_id=process_id, **kwargs)
 
 
+def process_index_without_backend(*, process_id: int | None,
+                                  auto: bool) -> int:
+  """This process's index as `initialize` would make it, without starting
+  a backend (so `--exp=all`'s parent leaves the accelerator to its parts):
+  `--process_id` when given; on a managed cluster (`auto`), what
+  jax.distributed's own cluster detection says; else 0."""
+  if process_id is not None or not auto:
+    return process_id or 0
+  from jax._src import clusters  # what jax.distributed.initialize() asks
+  for env in clusters.ClusterEnv._cluster_types:
+    if not env.opt_in_only_method and env.is_env_present():
+      return env.get_process_id()
+  # A Cloud TPU VM: the detection above needs a started TPU backend, so ask
+  # the VM's metadata (worker number) the way it does.
+  return clusters.GceTpuCluster.get_process_id()
+
+
 def is_writer() -> bool:
   return jax.process_index() == 0
 

@@ -4,6 +4,8 @@ figures, and the progress a user watches.
 TensorBoard is written with tensorboardX (no TensorFlow). Each training group
 is its own TensorBoard run (a subfolder), so the dashboard overlays groups and
 the HPARAMS tab compares them; run-level images and text go to the top folder.
+The workdir may be a bucket (`src/storage.py`): every file goes through epath,
+and a file that grows (results.csv, event files) is rewritten whole there.
 """
 
 import csv
@@ -13,22 +15,21 @@ import math
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-def write_json(path: str | Path, obj) -> None:
+from src import storage
+
+
+def write_json(path, obj) -> None:
   """Atomic: a reader never sees half a file."""
-  path = Path(path)
-  tmp = path.with_suffix(path.suffix + '.tmp')
-  tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=_jsonable)
-                 + '\n')
-  os.replace(tmp, path)
+  storage.write_whole(path, json.dumps(obj, indent=2, sort_keys=False,
+                                       default=_jsonable) + '\n')
 
 
-def update_json(path: str | Path, key: str, value) -> None:
+def update_json(path, key: str, value) -> None:
   """Sets one key of a JSON object file (created if missing)."""
-  path = Path(path)
+  path = storage.path(path)
   obj = json.loads(path.read_text()) if path.exists() else {}
   if obj.get(key) != value:
     obj[key] = value
@@ -47,22 +48,22 @@ class ResultsCsv:
   """results.csv, appended row by row and synced, so a kill loses nothing
   finished. Rows already there (from before a resume) are read back."""
 
-  def __init__(self, path: str | Path, columns: list[str], *,
-               write: bool | None = None):
-    from src import distributed
-    self.path, self.columns = Path(path), list(columns)
-    self.write = distributed.is_writer() if write is None else write
+  def __init__(self, path, columns: list[str], *, write: bool | None = None):
+    if write is None:
+      from src import distributed
+      write = distributed.is_writer()
+    self.path, self.columns = storage.path(path), list(columns)
+    self.write = write
     self.rows = []
-    if self.path.exists() and self.path.stat().st_size:
-      with open(self.path, newline='') as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames != self.columns:
-          raise ValueError(f'{self.path} has columns {reader.fieldnames}, '
-                           f'expected {self.columns}')
-        self.rows = list(reader)
+    text = self.path.read_text() if self.path.exists() else ''
+    if text:
+      reader = csv.DictReader(io.StringIO(text, newline=''))
+      if reader.fieldnames != self.columns:
+        raise ValueError(f'{self.path} has columns {reader.fieldnames}, '
+                         f'expected {self.columns}')
+      self.rows = list(reader)
     elif self.write:
-      with open(self.path, 'w', newline='') as f:
-        csv.writer(f).writerow(self.columns)
+      storage.write_whole(self.path, self._text([]))
 
   def has(self, **match) -> bool:
     """Whether rows matching exist, as process 0 sees them."""
@@ -78,26 +79,25 @@ class ResultsCsv:
       return
     self.rows = keep
     if self.write:
-      tmp = self.path.with_suffix('.tmp')
-      with open(tmp, 'w', newline='') as f:
-        writer = csv.DictWriter(f, self.columns)
-        writer.writeheader()
-        writer.writerows(keep)
-        f.flush()
-        os.fsync(f.fileno())
-      os.replace(tmp, self.path)
+      storage.write_whole(self.path, self._text(keep))
 
   def append(self, rows: list[dict]) -> None:
-    if not self.write:
-      self.rows.extend({k: _cell(row[k]) for k in self.columns} for row in rows)
-      return
-    with open(self.path, 'a', newline='') as f:
-      writer = csv.DictWriter(f, self.columns)
-      for row in rows:
-        writer.writerow({k: _cell(row[k]) for k in self.columns})
-      f.flush()
-      os.fsync(f.fileno())
-    self.rows.extend({k: _cell(row[k]) for k in self.columns} for row in rows)
+    rows = [{k: _cell(row[k]) for k in self.columns} for row in rows]
+    if self.write and storage.is_remote(self.path):  # no append in a bucket
+      storage.write_whole(self.path, self._text(self.rows + rows))
+    elif self.write:
+      with open(self.path, 'a', newline='') as f:
+        csv.DictWriter(f, self.columns).writerows(rows)
+        f.flush()
+        os.fsync(f.fileno())
+    self.rows.extend(rows)
+
+  def _text(self, rows) -> str:
+    out = io.StringIO(newline='')
+    writer = csv.DictWriter(out, self.columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
 
 
 def _cell(x) -> str:
@@ -110,11 +110,43 @@ def _cell(x) -> str:
 
 # -- TensorBoard ----------------------------------------------------------------
 
-def tb_writer(logdir: str | Path, *, purge_step: int | None = None):
+def tb_writer(logdir, *, purge_step: int | None = None):
   """A tensorboardX writer; `purge_step` hides events a resumed run redoes."""
   from tensorboardX import SummaryWriter
-  return SummaryWriter(str(logdir), purge_step=purge_step or None,
+  from tensorboardX import record_writer
+  # Event files in a bucket through epath, like every other file of the run
+  # (tensorboardX's own gs:// writer would need google-cloud-storage apart).
+  record_writer.register_writer_factory('gs', _BucketEventFiles())
+  return SummaryWriter(os.fspath(logdir), purge_step=purge_step or None,
                        flush_secs=10)
+
+
+class _BucketEventFile:
+  """An event file in a bucket: buffered here, the object rewritten whole at
+  every flush (objects cannot be appended to)."""
+
+  def __init__(self, path):
+    self.path, self.buffer = storage.path(path), io.BytesIO()
+
+  def write(self, data: bytes) -> None:
+    self.buffer.write(data)
+
+  def flush(self) -> None:
+    with self.path.open('wb') as f:
+      f.write(self.buffer.getvalue())
+
+  def close(self) -> None:
+    self.flush()
+
+
+class _BucketEventFiles:
+  """tensorboardX's writer factory interface."""
+
+  def open(self, path):
+    return _BucketEventFile(path)
+
+  def directory_check(self, path):
+    del path  # a bucket has no folders to make
 
 
 def _tensorboard_summary(pb):
@@ -150,7 +182,7 @@ def write_hparams_session(writer, hparams: dict) -> None:
   run's scalars of the experiment's metric tags."""
   from tensorboard.plugins.hparams import summary_v2 as hp
   writer.file_writer.add_summary(_tensorboard_summary(
-      hp.hparams_pb(hparams, trial_id=Path(writer.logdir).name)))
+      hp.hparams_pb(hparams, trial_id=storage.path(writer.logdir).name)))
 
 
 def publish(run_dir, config, summary: dict, draw=None) -> None:
@@ -181,12 +213,14 @@ def pyplot():
   return plt
 
 
-def save_figure(fig, path: str | Path, writer=None, tag: str | None = None,
+def save_figure(fig, path, writer=None, tag: str | None = None,
                 step: int = 0) -> None:
   """Saves a PNG and, given a writer, logs the same picture as an image."""
-  fig.savefig(path, dpi=110, bbox_inches='tight')
+  png = io.BytesIO()
+  fig.savefig(png, format='png', dpi=110, bbox_inches='tight')
+  storage.write_whole(path, png.getvalue())
   if writer is not None:
-    writer.add_image(tag or Path(path).stem, figure_array(fig), step,
+    writer.add_image(tag or storage.path(path).stem, figure_array(fig), step,
                      dataformats='HWC')
   pyplot().close(fig)
 

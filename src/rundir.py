@@ -2,36 +2,45 @@
 
 `check` only reads (it runs with the flag checks, before anything is
 written); `RunDir.open` then creates the folders, takes the lock, and stores
-the config on a new run.
+the config on a new run. Paths may be local or in a bucket (`src/storage.py`);
+a bucket workdir has no lock (object storage has no `fcntl`): one run per
+bucket workdir is the user's to keep.
 """
 
 import fcntl
 import json
 import os
-import shutil
 import sys
 import time
-from pathlib import Path
 
+from src import storage
 from src.config import Config, ConfigError
 
 CONFIG_FILE = 'config.json'
 LOCK_FILE = '.lock'
 
 
-def check_writable(flag: str, path: Path) -> None:
-  if path.exists() and not path.is_dir():
-    raise ConfigError(f'--{flag}: {path} is a file; expected a folder path')
-  existing = path
-  while not existing.exists():
-    existing = existing.parent
-  if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-    raise ConfigError(f'--{flag}: {path} is not writable (at {existing}); '
+def check_writable(flag: str, path) -> None:
+  """Refuses a path the run could not write to; creates nothing."""
+  if storage.is_remote(path):
+    try:
+      storage.probe(storage.path(path))
+    except storage.Unreachable as e:
+      raise ConfigError(f'--{flag}: {path}: {e}') from None
+    return
+  text = os.fspath(path)
+  if os.path.exists(text) and not os.path.isdir(text):
+    raise ConfigError(f'--{flag}: {text} is a file; expected a folder path')
+  existing = text
+  while not os.path.exists(existing):
+    existing = os.path.dirname(existing) or '.'
+  if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+    raise ConfigError(f'--{flag}: {text} is not writable (at {existing}); '
                       'expected a folder you can write to')
 
 
-def stored_config(workdir: Path) -> dict | None:
-  path = workdir / CONFIG_FILE
+def stored_config(workdir) -> dict | None:
+  path = storage.path(workdir) / CONFIG_FILE
   if not path.exists():
     return None
   try:
@@ -40,8 +49,7 @@ def stored_config(workdir: Path) -> dict | None:
     return None
 
 
-def check(workdir: Path, checkpoint_dir: Path, config: Config,
-          overwrite: bool) -> None:
+def check(workdir, checkpoint_dir, config: Config, overwrite: bool) -> None:
   """Refuses unusable paths and a workdir that holds a different run."""
   check_writable('workdir', workdir)
   check_writable('checkpoint_dir', checkpoint_dir)
@@ -62,18 +70,46 @@ def check(workdir: Path, checkpoint_dir: Path, config: Config,
 class RunDir:
   """An open run: holds the workdir lock until closed."""
 
-  def __init__(self, workdir: Path, checkpoint_dir: Path, *,
-               is_writer: bool = True):
-    self.path = Path(workdir)
-    self.checkpoint_dir = Path(checkpoint_dir)
+  def __init__(self, workdir, checkpoint_dir, *, is_writer: bool = True):
+    self.path = storage.path(workdir)
+    self.checkpoint_dir = storage.path(checkpoint_dir)
     self.is_writer = is_writer  # only process 0 writes the run's files
     self._lock = None
 
   def open(self, config: Config, *, overwrite: bool, extra: dict) -> 'RunDir':
     if not self.is_writer:
       return self  # process 0 owns the workdir, its lock and its config
+    try:
+      return self._open(config, overwrite=overwrite, extra=extra)
+    except ConfigError:
+      raise
+    except Exception as e:  # a bucket that refuses: one line, not a traceback
+      if not storage.is_remote(self.path):
+        raise
+      raise ConfigError(f'--workdir: cannot write to {self.path} '
+                        f'({storage.reason(e)})') from None
+
+  def _open(self, config: Config, *, overwrite: bool, extra: dict):
     self.path.mkdir(parents=True, exist_ok=True)
-    self._lock = open(self.path / LOCK_FILE, 'a+')
+    if not storage.is_remote(self.path):
+      self._take_lock()
+    if overwrite:
+      for child in self.path.iterdir():
+        if child.name != LOCK_FILE:
+          child.rmtree() if child.is_dir() else child.unlink()
+      if self.checkpoint_dir.exists():
+        self.checkpoint_dir.rmtree()
+    self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    if stored_config(self.path) is None:
+      from src.record import write_json
+      write_json(self.path / CONFIG_FILE, {
+          'config': config.to_json(),
+          'command': ' '.join([os.path.basename(sys.executable)] + sys.argv),
+          'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'), **extra})
+    return self
+
+  def _take_lock(self) -> None:
+    self._lock = open(os.path.join(self.path, LOCK_FILE), 'a+')
     try:
       fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -86,19 +122,6 @@ class RunDir:
     self._lock.truncate()
     self._lock.write(f'pid {os.getpid()}\n')
     self._lock.flush()
-    if overwrite:
-      for child in self.path.iterdir():
-        if child.name != LOCK_FILE:
-          shutil.rmtree(child) if child.is_dir() else child.unlink()
-      shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-    self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    if stored_config(self.path) is None:
-      from src.record import write_json
-      write_json(self.path / CONFIG_FILE, {
-          'config': config.to_json(),
-          'command': ' '.join([Path(sys.executable).name] + sys.argv),
-          'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'), **extra})
-    return self
 
   def close(self) -> None:
     if self._lock is not None:

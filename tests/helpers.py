@@ -22,6 +22,22 @@ def run_py(*args, env=None, timeout=300, **kwargs):
                         env=full_env, timeout=timeout, **kwargs)
 
 
+# A parent whose JAX has no usable platform: starting a backend raises. Its
+# child processes read JAX_PLATFORMS=cpu from the environment as usual.
+_NO_BACKEND = ("import runpy, sys, jax; "
+               "jax.config.update('jax_platforms', 'no_such_platform'); "
+               "sys.argv = sys.argv[1:]; "
+               "runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def run_py_without_backend(*args, timeout=300):
+  """`run.py ARGS` in a process that cannot start a JAX backend."""
+  return subprocess.run(
+      [sys.executable, '-c', _NO_BACKEND, str(ROOT / 'run.py'), *args],
+      capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+      env=dict(os.environ, JAX_PLATFORMS='cpu'))
+
+
 def run_ok(root, exp, *args):
   """`run.py --exp=EXP ARGS` into root/run (checkpoints root/ckpt), which
   must succeed; returns (run folder, results.csv rows, summary.json)."""

@@ -4,7 +4,8 @@ import json
 import re
 
 
-from tests.helpers import assert_figure, read_csv, run_py
+from tests.helpers import (assert_figure, read_csv, run_py,
+                           run_py_without_backend)
 
 VERDICT = re.compile(r'^(held|did not hold|inconclusive|held in \d+ of \d+ '
                      r'seeds)$')
@@ -36,12 +37,14 @@ def test_budget_one_run_serves_every_budget(tmp_path):
 
 
 def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
-  proc = run_py('--exp=all', '--quick', f'--workdir={tmp_path}/run',
-                f'--checkpoint_dir={tmp_path}/ckpt', '--lengths=5',
-                '--models=attention',  # the one model every part accepts
-                '--seeds=2', '--steps=10', '--chunk_steps=10',
-                '--budgets=10,20', '--heads=1,2', '--eval_examples=32',
-                '--batch_size=8', timeout=900)
+  """The parent never starts a JAX backend (it could not: its JAX has no
+  usable platform), so on an accelerator each part finds it free."""
+  proc = run_py_without_backend(
+      '--exp=all', '--quick', f'--workdir={tmp_path}/run',
+      f'--checkpoint_dir={tmp_path}/ckpt', '--lengths=5',
+      '--models=attention',  # the one model every part accepts
+      '--seeds=2', '--steps=10', '--chunk_steps=10', '--budgets=10,20',
+      '--heads=1,2', '--eval_examples=32', '--batch_size=8', timeout=900)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   run = tmp_path / 'run'
   report = (run / 'REPORT.md').read_text()
@@ -59,6 +62,20 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
   verdicts = [l.split('|')[4].strip().strip('*') for l in table]
   assert verdicts == expected and len(verdicts) >= 6
   assert 'Reproduce: `python run.py --exp=distance' in report
+  # Each part is handed only the flags it reads.
+  reproduce = dict(re.findall(r'Reproduce: `python run.py --exp=(\w+) (.*)`',
+                              report))
+  assert '--models=attention' in reproduce['distance']
+  assert '--models' not in reproduce['attention'] + reproduce['heads']
+  assert '--steps' not in reproduce['budget']
+  assert '--budgets' not in reproduce['distance']
   assert all(VERDICT.match(v) for v in verdicts)
   rows = read_csv(run / 'results.csv')
   assert [r['verdict'] for r in rows] == expected
+  # The parts ran on the CPU, each recording its devices; the parent, none.
+  parent = json.loads((run / 'config.json').read_text())['provenance']
+  assert parent['devices'] is None
+  for part in ('distance', 'attention', 'cost'):
+    devices = json.loads((run / part / 'config.json').read_text())[
+        'provenance']['devices']
+    assert devices and all('Cpu' in d or 'cpu' in d for d in devices)

@@ -2,11 +2,12 @@
 
 import pytest
 
+from src import models
 from tests.helpers import run_py
 
 CASES = [
     (['--exp=nope'], '--exp', 'distance'),
-    (['--models=lstm,transformer'], '--models', 'attention,attention_last,'),
+    (['--models=lstm,transformer'], '--models', ','.join(models.names())),
     (['--models='], '--models', 'comma-separated'),
     (['--lengths='], '--lengths', 'comma-separated'),
     (['--lengths=10,abc'], '--lengths', 'integers >= 3'),
@@ -23,6 +24,12 @@ CASES = [
     (['--lengths=100000', '--eval_examples=100000'], '--lengths', 'GiB'),
     (['--cpu_devices=0'], '--cpu_devices', 'integer >= 1'),
     (['extra_positional'], 'unexpected arguments', 'flags look like'),
+    (['--vocab=8'], '--vocab', '--exp=distance does not read it'),
+    (['--exp=cost', '--seeds=3'], '--seeds', '--exp=cost does not read it'),
+    (['--nosuch=1'], '--nosuch', 'unknown flag'),
+    (['--only_check_args', '--steps=0'], '--steps', 'integer >= 1'),
+    (['--only_check_args', '--exp=all', '--vocab=2'], '--vocab',
+     'integer >= 3'),
 ]
 
 

@@ -1,19 +1,26 @@
 """`python run.py --exp=distance` end to end on a tiny sweep."""
 
+import importlib.metadata
 import json
+import platform
+import socket
+import subprocess
 
 import numpy as np
 import pytest
 
 from experiments import distance
-from tests.helpers import TINY, read_csv, run_py, scalars
+from tests.helpers import ROOT, TINY, read_csv, run_py, scalars
 
 
 @pytest.fixture(scope='module')
 def tiny_run(tmp_path_factory):
+  """The sweep's fields from a flagfile, as a researcher keeps a config."""
   root = tmp_path_factory.mktemp('distance')
+  (root / 'tiny.flags').write_text('# tiny\n' + '\n'.join(TINY) + '\n')
   proc = run_py('--exp=distance', f'--workdir={root}/run',
-                f'--checkpoint_dir={root}/ckpt', *TINY)
+                f'--checkpoint_dir={root}/ckpt',
+                f'--flagfile={root}/tiny.flags')
   assert proc.returncode == 0, proc.stderr[-3000:]
   return root, proc
 
@@ -60,9 +67,29 @@ def test_summary_recomputed_from_csv(tiny_run):
     assert c['verdict'] in ('held', 'did not hold', 'inconclusive') or \
         c['verdict'].startswith('held in '), c
     assert c['test'] and c['note']
+
+
+def test_config_json_records_provenance(tiny_run):
+  root, _ = tiny_run
   config = json.loads((root / 'run' / 'config.json').read_text())
   assert config['config']['lengths'] == [3, 6]
-  assert 'jax' in config['versions'] and config['devices']
+  p = config['provenance']
+  if (ROOT / '.git').exists():
+    head = subprocess.run(['git', '-C', str(ROOT), 'rev-parse', 'HEAD'],
+                          capture_output=True, text=True).stdout.strip()
+    assert p['git']['commit'] == head and p['git']['dirty'] in (True, False)
+  for name in ('jax', 'jaxlib', 'flax', 'optax', 'orbax-checkpoint', 'numpy',
+               'scipy', 'tensorboardX'):
+    assert p['versions'][name] == importlib.metadata.version(name)
+  assert p['python'] == platform.python_version()
+  assert p['hostname'] == socket.gethostname() and p['platform']
+  assert p['devices'] and all('cpu' in d.lower() for d in p['devices'])
+  assert p['environment']['JAX_PLATFORMS'] == 'cpu'
+  flagfile = f'{root}/tiny.flags'
+  assert p['flags']['steps'] == '40' and p['flags']['exp'] == 'distance'
+  assert p['flag_sources']['steps'] == f'flagfile {flagfile}'
+  assert p['flag_sources']['workdir'] == 'flag'
+  assert p['flagfiles'] == {flagfile: (root / 'tiny.flags').read_text()}
 
 
 def test_curves_csv(tiny_run):

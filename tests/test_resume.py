@@ -82,10 +82,15 @@ def test_damaged_latest_checkpoint_falls_back(reference, tmp_path):
     raw = bytearray(p.read_bytes())
     raw[len(raw) // 2: len(raw) // 2 + 64] = os.urandom(64)
     p.write_bytes(bytes(raw))
+  garbled = {p.relative_to(latest): p.read_bytes() for p in data}
   proc = launch(tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert 'checkpoint' in proc.stdout and 'damaged' in proc.stdout
   assert 'resuming from step 20' in proc.stdout
+  # Moved aside, not deleted: the damaged bytes are all still there.
+  aside = tmp_path / 'ckpt/rnn_L003/40.bad'
+  assert f'moved aside to {aside}' in proc.stdout
+  assert {p: (aside / p).read_bytes() for p in garbled} == garbled
   assert 'Traceback' not in proc.stdout + proc.stderr
   assert values(tmp_path / 'run/results.csv') == values(
       reference / 'run/results.csv')

@@ -1,0 +1,76 @@
+"""Flags: typed help, the fields each experiment reads, --print_config,
+--only_check_args, flagfiles."""
+
+import ast
+import dataclasses
+
+import pytest
+
+import experiments
+from src.config import Config
+from tests.helpers import ROOT, run_py
+
+FIELD_NAMES = {f.name for f in dataclasses.fields(Config)} - {'exp', 'quick'}
+
+
+@pytest.mark.parametrize('name', [e for e in experiments.EXPERIMENTS
+                                  if e != 'all'])
+def test_fields_cover_what_the_experiment_reads(name):
+  """Every `config.<field>` in the module is declared: a flag it reads is
+  never refused. (Fields read through src/sweep.py are declared by hand.)"""
+  tree = ast.parse((ROOT / 'experiments' / f'{name}.py').read_text())
+  read = {node.attr for node in ast.walk(tree)
+          if isinstance(node, ast.Attribute) and node.attr in FIELD_NAMES
+          and getattr(node.value, 'id', '') == 'config'}
+  declared = experiments.load(name).FIELDS
+  assert read <= set(declared), read - set(declared)
+  assert set(declared) <= FIELD_NAMES and len(set(declared)) == len(declared)
+
+
+def test_all_reads_the_union_of_its_parts():
+  parts = experiments.load('all').PARTS
+  union = set().union(*(experiments.load(p).FIELDS for p in parts))
+  assert set(experiments.fields('all')) == union
+  assert 'vocab' in union and 'vocab' not in experiments.fields('distance')
+
+
+def test_help_shows_each_field_flag_type():
+  proc = run_py('--help')
+  text = ' '.join(proc.stdout.split())
+  assert '--lengths: sequence lengths L' in text
+  assert '(a comma list of distinct integers >= 3)' in text
+  assert '(a finite number > 0)' in text and '--print_config' in text
+
+
+def test_print_config_says_where_each_value_came_from(tmp_path):
+  flagfile = 'configs/tpu_distance.flags'
+  proc = run_py(f'--flagfile={flagfile}', '--steps=1000', '--print_config',
+                f'--workdir={tmp_path}/run', f'--checkpoint_dir={tmp_path}/c')
+  assert proc.returncode == 0, proc.stderr
+  rows = {line.split()[0]: line.split(None, 2)[1:] for line in
+          proc.stdout.splitlines() if line.startswith('  ') and
+          len(line.split()) >= 3}
+  assert rows['steps'] == ['1000', 'flag']
+  assert rows['seeds'] == ['64', f'flagfile {flagfile}']
+  assert rows['lengths'] == ['10,20,50,100,200,500', f'flagfile {flagfile}']
+  assert rows['learning_rate'] == ['0.003', 'default']
+  assert 'vocab' not in rows and 'heads, depths, vocab, budgets' in proc.stdout
+  proc = run_py('--exp=attention', '--quick', '--print_config',
+                f'--workdir={tmp_path}/run')
+  rows = {line.split()[0]: line.split()[1:] for line in
+          proc.stdout.splitlines() if line.startswith('  ')}
+  assert rows['seeds'] == ['4', 'quick'] and rows['quick'] == ['True', 'flag']
+  assert rows['lengths'] == ['20', 'default']
+  assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_only_check_args_checks_and_writes_nothing(tmp_path):
+  args = [f'--workdir={tmp_path}/run', f'--checkpoint_dir={tmp_path}/c',
+          '--only_check_args']
+  proc = run_py('--lengths=2', *args)
+  assert proc.returncode == 2
+  assert proc.stderr.startswith('error: --lengths: expected comma-separated')
+  proc = run_py('--exp=all', '--vocab=8', '--seeds=2', *args)
+  assert proc.returncode == 0, proc.stderr
+  assert 'the flags are valid' in proc.stdout
+  assert not list(tmp_path.iterdir())
