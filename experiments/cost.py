@@ -227,8 +227,9 @@ def claims(out, full, sequential, config, lengths) -> list[dict]:
     shape = m[x]['train']['depth_growth']
     held = LINEAR[0] <= fe <= LINEAR[1] and shape['shape'] == 'logarithmic'
     res.append(dict(
-        claim=f'A parallel linear recurrence ({x}): its cost grows linearly '
-              'with L and its sequential depth logarithmically.',
+        claim=f'A parallel linear recurrence ({x}, computed as '
+              f'{models_lib.get(x).form}): its cost grows linearly with L and '
+              'its sequential depth logarithmically.',
         model=x,
         measured=f'FLOPs ~ L^{fe:.2f} (train step); depth '
                  f'{shape["shape"]}: +' + ', +'.join(

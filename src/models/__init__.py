@@ -20,6 +20,7 @@ import jax
 from flax import nnx
 
 from src.models import attention as attention_lib
+from src.models import linear as linear_lib
 from src.models import recurrent as recurrent_lib
 
 
@@ -70,6 +71,7 @@ class ModelSpec:
   architecture: str
   activations: Callable[[int, int, int, int], float]
   init_name: str = 'Flax default'  # the initialisation in two words (HParams)
+  form: str = ''  # how it computes over positions, in a few words
   has_attention: bool = False
   loops_over_positions: bool = False
   sequence_outputs: bool = True
@@ -133,6 +135,9 @@ def _attention_activations(L, D, H, layers):
   return layers * 8 * L * D + (layers - 1) * 2 * H * L * L + 2 * H * L
 
 
+_SCAN = 'a lax.scan over positions: L dependent steps'
+
+
 def _recurrent(kind, init=None):
   def build(*, vocab_size, length, d_model, num_classes, num_heads,
             num_layers, rngs):
@@ -154,62 +159,68 @@ _FLAX_DEFAULT = ('Flax default: LeCun-normal input kernels, orthogonal '
 register(ModelSpec(
     'attention', ATTENTION, _attention,
     init='Flax default: LeCun-normal projections, N(0, 1) embeddings',
-    color='#d62728', architecture='attention',
+    color='#d62728', architecture='attention', form='every query against '
+    'every key, one parallel product (L x L)',
     activations=_attention_activations, has_attention=True, layered=True))
 register(ModelSpec(
     'attention_last', ATTENTION, _attention,
     init='as attention (the same classifier; `cost` measures only its '
          'read-out query, the exact shortcut the classifier uses)',
     color='#ff7f0e', architecture='attention',
+    form='the read-out query against every key (1 x L)',
     activations=_attention_activations, has_attention=True, layered=True,
     sequence_outputs=False))
 register(ModelSpec(
     'lstm', GATED, _recurrent('lstm'),
     init=_FLAX_DEFAULT + ' (forget-gate bias 0: the gate starts at 0.5)',
     color='#1f77b4', architecture='lstm',
-    activations=_recurrent_activations(4), loops_over_positions=True))
+    activations=_recurrent_activations(4), loops_over_positions=True,
+    form=_SCAN))
 register(ModelSpec(
     'lstm_fb1', GATED, _recurrent('lstm', recurrent_lib.forget_bias(1.0)),
     init='forget-gate bias 1 (Gers et al. 2000; Jozefowicz et al. 2015; '
          'Keras, TensorFlow and Haiku default), the rest Flax default',
     init_name='forget bias 1',
     color='#6baed6', architecture='lstm',
-    activations=_recurrent_activations(4), loops_over_positions=True))
+    activations=_recurrent_activations(4), loops_over_positions=True,
+    form=_SCAN))
 register(ModelSpec(
     'lstm_chrono', GATED, _recurrent('lstm', recurrent_lib.lstm_chrono),
     init='chrono (Tallec & Ollivier 2018): forget-gate bias '
          'log U(1, T_max - 1), input-gate bias its negative, T_max = L',
     init_name='chrono',
     color='#08306b', architecture='lstm',
-    activations=_recurrent_activations(4), loops_over_positions=True))
+    activations=_recurrent_activations(4), loops_over_positions=True,
+    form=_SCAN))
 register(ModelSpec(
     'gru', GATED, _recurrent('gru'), init=_FLAX_DEFAULT,
     color='#2ca02c', architecture='gru',
-    activations=_recurrent_activations(3), loops_over_positions=True))
+    activations=_recurrent_activations(3), loops_over_positions=True,
+    form=_SCAN))
 register(ModelSpec(
     'gru_chrono', GATED, _recurrent('gru', recurrent_lib.gru_chrono),
     init='chrono for the update gate (after Tallec & Ollivier 2018): '
          'z-bias log U(1, T_max - 1), T_max = L',
     init_name='chrono',
     color='#00441b', architecture='gru',
-    activations=_recurrent_activations(3), loops_over_positions=True))
+    activations=_recurrent_activations(3), loops_over_positions=True,
+    form=_SCAN))
 register(ModelSpec(
     'rnn', PLAIN, _recurrent('rnn'), init=_FLAX_DEFAULT,
     color='#7f7f7f', architecture='rnn',
-    activations=_recurrent_activations(1), loops_over_positions=True))
+    activations=_recurrent_activations(1), loops_over_positions=True,
+    form=_SCAN))
 register(ModelSpec(
     'rnn_uniform', PLAIN, _recurrent('rnn', recurrent_lib.pytorch_uniform),
     init="PyTorch nn.RNN's: every weight and bias U(-1/sqrt(d), 1/sqrt(d))",
     init_name='PyTorch uniform',
     color='#252525', architecture='rnn',
-    activations=_recurrent_activations(1), loops_over_positions=True))
+    activations=_recurrent_activations(1), loops_over_positions=True,
+    form=_SCAN))
 
 
 # -- linear recurrences, computed in parallel (src/models/linear.py) ---------------
 # Their constructors take the registry's keywords: the class is the factory.
-
-from src.models import linear as linear_lib  # noqa: E402  (appended section)
-
 
 # The three below are fitted to XLA's memory analysis of a training step on
 # the CPU (d_model 32, L 50 and 200, one and two layers): within ~15%.
@@ -240,6 +251,7 @@ register(ModelSpec(
          'LayerNorm 1 and 0), as attention; feature map elu + 1 '
          '(Katharopoulos et al. 2020)',
     color='#9467bd', architecture='linear_attention',
+    form='its parallel form: L x L normalised feature products',
     activations=_linear_attention_activations, has_attention=True,
     layered=True))
 register(ModelSpec(
@@ -248,6 +260,7 @@ register(ModelSpec(
          '0.999, phase U(0, pi/10), gamma = sqrt(1 - |lambda|^2), B and C '
          'complex Glorot-normal, D N(0, 1); GLU Flax default',
     color='#e377c2', architecture='lru',
+    form='an associative scan over positions',
     activations=_lru_activations, layered=True))
 register(ModelSpec(
     'mamba', LINEAR, linear_lib.MambaClassifier,
@@ -256,4 +269,5 @@ register(ModelSpec(
          'PyTorch default U(+-1/sqrt(fan_in)), out_proj / sqrt(layers); '
          'embeddings N(0, 1)',
     color='#17becf', architecture='mamba',
+    form='an associative scan over positions',
     activations=_mamba_activations, layered=True))
