@@ -55,19 +55,22 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
     assert (run / link).is_file(), link
   table = [l for l in report.splitlines() if re.match(r'^\| \d+ \|', l)]
   expected = []
-  for part in ('distance', 'gating', 'budget', 'attention', 'gradient',
-               'cost', 'heads', 'induction'):
+  from experiments import all as all_lib
+  for part in all_lib.ORDER:
     summary = json.loads((run / part / 'summary.json').read_text())
     expected += [c['verdict'] for c in summary['claims']]
   verdicts = [l.split('|')[4].strip().strip('*') for l in table]
   assert verdicts == expected and len(verdicts) >= 6
   assert 'Reproduce: `python run.py --exp=distance' in report
   # Each part is handed only the flags it reads.
-  reproduce = dict(re.findall(r'Reproduce: `python run.py --exp=(\w+) (.*)`',
-                              report))
+  reproduce = {}
+  for exp, args in re.findall(r'Reproduce: `python run.py --exp=(\w+) (.*)`',
+                              report):
+    reproduce[exp] = reproduce.get(exp, '') + args
   assert '--models=attention' in reproduce['distance']
-  assert '--models' not in reproduce['attention'] + reproduce['heads']
-  assert '--steps' not in reproduce['budget']
+  assert '--heads' in reproduce['heads']
+  assert '--heads' not in reproduce['attention'] + reproduce['distance']
+  assert '--steps' not in reproduce['budget'] + reproduce['gating']
   assert '--budgets' not in reproduce['distance']
   assert all(VERDICT.match(v) for v in verdicts)
   rows = read_csv(run / 'results.csv')
