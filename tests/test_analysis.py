@@ -1,8 +1,10 @@
-"""src/analysis.py on two tiny runs of run.py."""
+"""src/analysis.py and notebooks/explore.py on two tiny runs of run.py."""
 
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -192,3 +194,24 @@ def test_a_damaged_checkpoint_stays_where_it_is(distance, tmp_path):
     analysis.load_seed(distance / 'run', 'attention_L004', 0,
                        checkpoint_dir=tmp_path)
   assert 'no readable checkpoint' in one_line(e)
+
+
+@pytest.mark.parametrize('pick', [None, 'attention_L008:1'])
+def test_notebook_runs_as_a_script(distance, tmp_path, pick):
+  env = dict(os.environ, MPLBACKEND='Agg', JAX_PLATFORMS='cpu',
+             SEARCHLIGHT_RUN=str(distance / 'run'),
+             SEARCHLIGHT_OUT=str(tmp_path))
+  if pick:
+    env['SEARCHLIGHT_SEED'] = pick
+  proc = subprocess.run(
+      [sys.executable, 'notebooks/explore.py'], cwd=helpers.ROOT, env=env,
+      capture_output=True, text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  run = analysis.load_run(distance / 'run')
+  worst = run.results.loc[run.results.accuracy.idxmin()]
+  group, seed = (pick or f'{run.group_of(worst.model, worst.length)}:'
+                 f'{worst.seed}').split(':')
+  assert f"Seed('{group}', seed {seed}," in proc.stdout
+  for name in ('distance.png', 'seed.png'):
+    assert f'wrote {tmp_path / name}' in proc.stdout
+    helpers.assert_figure(tmp_path / name, min_size=(150, 400))
