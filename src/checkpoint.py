@@ -70,12 +70,18 @@ def checksum(tree) -> jax.Array:
 
 
 class GroupCheckpoints:
-  """Checkpoints of one group under `directory`, the last few kept."""
+  """Checkpoints of one group under `directory`, the last few kept.
 
-  def __init__(self, directory, *, max_to_keep: int = 3):
+  read_only: for looking at a finished run (`src/analysis.py`): nothing is
+  created, and a damaged checkpoint is skipped where it lies, not moved.
+  """
+
+  def __init__(self, directory, *, max_to_keep: int = 3,
+               read_only: bool = False):
     self.directory = storage.absolute(directory)
+    self.read_only = read_only
     options = ocp.CheckpointManagerOptions(
-        max_to_keep=max_to_keep, create=True,
+        max_to_keep=max_to_keep, create=not read_only,
         enable_async_checkpointing=False)
     self.manager = ocp.CheckpointManager(self.directory, options=options,
                                          item_names=('state', 'meta'))
@@ -89,7 +95,8 @@ class GroupCheckpoints:
     """Returns (step, state) of the newest good checkpoint, else (0, None).
 
     A checkpoint that fails to load or whose checksum disagrees is reported
-    and moved aside, and the one before it is tried.
+    and moved aside (left in place when read-only), and the one before it is
+    tried.
     """
     for step in sorted(self.manager.all_steps(), reverse=True):
       try:
@@ -102,6 +109,11 @@ class GroupCheckpoints:
         return step, state
       except Exception as e:  # any damage: fall back, never a traceback
         reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        if self.read_only:
+          print(f'warning: checkpoint {self.directory}/{step} could not be '
+                f'restored ({reason}); left in place; trying the previous '
+                'one', flush=True)
+          continue
         aside = self.move_aside(step)
         logging.warning('Checkpoint %s/%d is damaged (%s); moved to %s; '
                         'falling back to the previous one.', self.directory,
@@ -111,6 +123,17 @@ class GroupCheckpoints:
               'previous one', flush=True)
         self.manager.reload()
     return 0, None
+
+  def steps(self) -> list[int]:
+    """The steps saved (and not moved aside), oldest first."""
+    return sorted(self.manager.all_steps())
+
+  def saved_shapes(self, step: int):
+    """The shapes of every leaf of the state saved at `step`, read from its
+    metadata (the seed axis is padded to the saving run's devices)."""
+    metadata = ocp.StandardCheckpointHandler().metadata(
+        self.directory / str(step) / 'state')
+    return jax.tree.map(lambda leaf: tuple(leaf.shape), metadata.tree)
 
   def move_aside(self, step: int):
     """Renames `<step>` to `<step>.bad` (or `.bad2`, ...), out of orbax's

@@ -105,6 +105,8 @@ class RunDir:
       write_json(self.path / CONFIG_FILE, {
           'config': config.to_json(),
           'command': ' '.join([os.path.basename(sys.executable)] + sys.argv),
+          # Where the groups' checkpoints went, as given (src/analysis.py).
+          'checkpoint_dir': os.fspath(self.checkpoint_dir),
           'created': time.strftime('%Y-%m-%dT%H:%M:%S%z'), **extra})
     return self
 

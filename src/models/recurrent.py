@@ -75,6 +75,15 @@ class RecurrentClassifier(nnx.Module):
 
   def hidden_states(self, x_BxLxD):
     """Returns the hidden state after every step, h_LxBxD."""
+    return self._scan(x_BxLxD, keep_carry=False)
+
+  def cell_states(self, x_BxLxD):
+    """The LSTM's cell state after every step, c_LxBxD (analysis only)."""
+    if self.kind != 'lstm':
+      raise ValueError(f'a {self.kind} has no cell state apart from h')
+    return self._scan(x_BxLxD, keep_carry=True)[0]
+
+  def _scan(self, x_BxLxD, keep_carry):
     B, _, D = x_BxLxD.shape
     xi_LxBxG = jnp.swapaxes(self.cell.dense_i(x_BxLxD), 0, 1)
     w_hh = self.cell.dense_h.kernel[...]
@@ -82,9 +91,11 @@ class RecurrentClassifier(nnx.Module):
             if self.cell.dense_h.bias is not None else 0.0)
     h0 = jnp.zeros((B, D), x_BxLxD.dtype)
     carry = (h0, h0) if self.kind == 'lstm' else h0
-    step = lambda carry, xi: _cell_step(self.kind, w_hh, b_hh, carry, xi)
-    _, h_LxBxD = jax.lax.scan(step, carry, xi_LxBxG, unroll=self.unroll)
-    return h_LxBxD
+    def step(carry, xi):
+      carry, h = _cell_step(self.kind, w_hh, b_hh, carry, xi)
+      return carry, (carry if keep_carry else h)
+    _, out_L = jax.lax.scan(step, carry, xi_LxBxG, unroll=self.unroll)
+    return out_L
 
   def classify(self, x_BxLxD, *, per_position=False, **unused):
     h_LxBxD = self.hidden_states(x_BxLxD)
