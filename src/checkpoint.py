@@ -93,6 +93,8 @@ class GroupCheckpoints:
 
   def restore_latest(self, abstract_state):
     """Returns (step, state) of the newest good checkpoint, else (0, None).
+    `abstract_state`: the state's shapes, or a function of the step giving
+    them.
 
     A checkpoint that fails to load or whose checksum disagrees is reported
     and moved aside (left in place when read-only), and the one before it is
@@ -100,8 +102,10 @@ class GroupCheckpoints:
     """
     for step in sorted(self.manager.all_steps(), reverse=True):
       try:
+        abstract = (abstract_state(step) if callable(abstract_state)
+                    else abstract_state)
         restored = self.manager.restore(step, args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract_state),
+            state=ocp.args.StandardRestore(abstract),
             meta=ocp.args.JsonRestore()))
         state, meta = restored['state'], restored['meta']
         if meta['step'] != step or int(checksum(state)) != meta['checksum']:
@@ -134,6 +138,15 @@ class GroupCheckpoints:
     metadata = ocp.StandardCheckpointHandler().metadata(
         self.directory / str(step) / 'state')
     return jax.tree.map(lambda leaf: tuple(leaf.shape), metadata.tree)
+
+  def saved_seeds(self, step: int) -> int | None:
+    """The seed-axis size saved at `step` (None if it cannot be read: the
+    restore then reports the damage)."""
+    try:
+      return jax.tree.leaves(self.saved_shapes(step),
+                             is_leaf=lambda x: isinstance(x, tuple))[0][0]
+    except Exception:  # pylint: disable=broad-except
+      return None
 
   def move_aside(self, step: int):
     """Renames `<step>` to `<step>.bad` (or `.bad2`, ...), out of orbax's

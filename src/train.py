@@ -265,12 +265,35 @@ class Ensemble:
     seeds = [self._init_one(key) for key in self._init_keys]
     return self.place(jax.tree.map(lambda *x: jnp.stack(x), *seeds))
 
-  def abstract_state(self):
-    """Shapes and shardings of the state, for restoring checkpoints."""
-    shapes = jax.eval_shape(jax.vmap(self._init_one), self._init_keys)
+  def abstract_state(self, num_seeds: int | None = None):
+    """Shapes and shardings of the state, for restoring checkpoints. A
+    checkpoint saved with another seed-axis size (by a run on another
+    number of devices: the padding differs) is restored whole on every
+    device, for `repad`."""
+    num_seeds = num_seeds or self.padded
+    shapes = jax.eval_shape(jax.vmap(self._init_one),
+                            jnp.stack([self._init_keys[0]] * num_seeds))
+    sharding = (self.seed_sharding if num_seeds == self.padded
+                else NamedSharding(self.mesh, P()))
     return jax.tree.map(
-        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype,
-                                       sharding=self.seed_sharding), shapes)
+        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding),
+        shapes)
+
+  def repad(self, state):
+    """A restored state with this run's seed axis: the real seeds come first
+    and are kept; padding seeds are cut, or drawn afresh (their results are
+    dropped anyway: seed i's run depends only on (seed, i))."""
+    n = jax.tree.leaves(state)[0].shape[0]
+    if n == self.padded:
+      return state
+    host = jax.tree.map(
+        lambda x: np.asarray(x if x.is_fully_addressable
+                             else x.addressable_data(0)), state)
+    if n > self.padded:
+      return jax.tree.map(lambda x: x[:self.padded], host)
+    fresh = [self._init_one(key) for key in self._init_keys[n:]]
+    return jax.tree.map(lambda x, *f: np.concatenate([x, np.stack(f)]),
+                        host, *fresh)
 
   def place(self, tree):
     """Puts seed-stacked leaves on the seed axis of every device of every
@@ -317,12 +340,14 @@ class Ensemble:
 
 
 def resume_or_init(ensemble: Ensemble, checkpoints=None):
-  """Returns (start_step, state): the latest good checkpoint, else step 0."""
+  """Returns (start_step, state): the latest good checkpoint, else step 0.
+  A checkpoint from a run on another number of devices resumes too."""
   if checkpoints is not None:
-    step, state = checkpoints.restore_latest(ensemble.abstract_state())
+    step, state = checkpoints.restore_latest(
+        lambda step: ensemble.abstract_state(checkpoints.saved_seeds(step)))
     if state is not None:
       # Restored leaves may land on one device: place them on the seed axis.
-      return step, ensemble.place(state)
+      return step, ensemble.place(ensemble.repad(state))
   return 0, ensemble.init()
 
 

@@ -154,3 +154,20 @@ def test_different_config_refused_then_overwrite(reference, tmp_path):
   assert sorted(os.listdir(tmp_path / 'ckpt')) == ['rnn_L003']
   assert json.loads((tmp_path / 'run/config.json').read_text())[
       'config']['steps'] == 10
+
+
+def test_resume_on_another_number_of_devices(reference, tmp_path):
+  """Killed on 2 devices (2 seeds padded to 4), resumed on 1 (padded to 2):
+  the group resumes from its checkpoint, and attention's rows equal the
+  uninterrupted run's (attention is bitwise the same on any device count)."""
+  proc = launch(tmp_path, '--cpu_devices=2',
+                env={'SEARCHLIGHT_FAULT_KILL_AT': 'attention_L006@50'})
+  assert proc.returncode == -signal.SIGKILL
+  proc = launch(tmp_path, '--cpu_devices=1')
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert '1 cpu device(s)' in proc.stdout
+  assert 'attention_L006: resuming from step 40' in proc.stdout
+  assert 'damaged' not in proc.stdout
+  attention = lambda rows: [r for r in rows if r['model'] == 'attention']
+  assert attention(values(tmp_path / 'run/results.csv')) == attention(
+      values(reference / 'run/results.csv'))
