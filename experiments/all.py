@@ -40,7 +40,7 @@ RUNS = (
     ('induction', 'induction', (), ()),
     ('induction_linear', 'induction',
      ('--models=linear_attention,lru,mamba', '--seeds=4'),
-     ('--models=linear_attention,lru,mamba',)),
+     ('--models=linear_attention,lru,mamba', '--lengths=16', '--steps=1000')),
     ('gating', 'gating', (), ()),
     ('budget', 'budget', (), ()),
 )

@@ -119,18 +119,18 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
 
 
 def depth_shape(lengths, depths) -> dict:
-  """How the depth grows over doublings of L: 'constant' (no growth),
-  'logarithmic' (the same increment per doubling, within LOG_STEADY), or
-  'linear' (a log-log slope of at least 0.8), else 'other'."""
-  steps = np.diff(np.asarray(depths, float))
+  """How the depth grows with L: 'constant' (not at all), 'linear' (a
+  log-log slope of at least LINEAR[0]), 'logarithmic' (by the same amount
+  per doubling of L, within LOG_STEADY), else 'other'. `per_doubling`: the
+  growth between tested lengths divided by the doublings between them."""
+  doublings = np.diff(np.log2(np.asarray(lengths, float)))
+  steps = np.diff(np.asarray(depths, float)) / doublings
   slope = stats.loglog_slope(lengths, np.maximum(depths, 1))
-  doubling = all(b == 2 * a for a, b in zip(lengths, lengths[1:]))
   if np.all(steps == 0):
     shape = 'constant'
   elif slope >= LINEAR[0]:
     shape = 'linear'
-  elif doubling and np.all(steps > 0) and steps.max() <= LOG_STEADY * \
-      steps.min():
+  elif np.all(steps > 0) and steps.max() <= LOG_STEADY * steps.min():
     shape = 'logarithmic'
   else:
     shape = 'other'
@@ -233,7 +233,7 @@ def claims(out, full, sequential, config, lengths) -> list[dict]:
         model=x,
         measured=f'FLOPs ~ L^{fe:.2f} (train step); depth '
                  f'{shape["shape"]}: +' + ', +'.join(
-                     str(int(d)) for d in shape['per_doubling'])
+                     f'{d:g}' for d in shape['per_doubling'])
                  + f' per doubling of L from {lengths[0]}',
         verdict=stats.HELD if held else stats.NOT_HELD,
         test='log-log slope and depth counted from the program',

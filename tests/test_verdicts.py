@@ -324,6 +324,11 @@ def test_depth_shapes():
   assert (shape(CONST), shape(LOG), shape(LINE)) == (
       'constant', 'logarithmic', 'linear')
   assert shape(lambda L: {64: 10, 128: 11, 256: 30, 512: 31}[L]) == 'other'
+  # Lengths that are not successive doublings: growth per doubling.
+  uneven = [64, 256, 1024, 2048]
+  depths = [10 + 7 * int(np.log2(L)) for L in uneven]
+  out = cost.depth_shape(uneven, depths)
+  assert out['shape'] == 'logarithmic' and out['per_doubling'] == [7, 7, 7]
 
 
 # -- heads and induction ----------------------------------------------------------------------
