@@ -1,0 +1,74 @@
+"""Do the tests catch the bugs they are meant to? Run:
+
+  python tests/mutants.py
+
+Each mutant below is a deliberate bug (the ones issue 16 named): it is
+applied to a fresh copy of the tracked tree, the fast in-process tests run
+there, and the mutant must make at least one of them fail. Not part of the
+suite (pytest does not collect this file); takes about a minute.
+"""
+
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TESTS = ['tests/test_stats.py', 'tests/test_verdicts.py',
+         'tests/test_attention.py::'
+         'test_rows_label_the_classes_by_their_first_symbol']
+
+# name: (file, exact text, its mutation)
+MUTANTS = {
+    'class swap when the attention rows are written': (
+        'experiments/attention.py', 'first_symbol=CLASSES[c],',
+        'first_symbol=CLASSES[1 - c],'),
+    'critical distance: break -> continue': (
+        'src/stats.py', '    if not reaches(accuracy, threshold):\n'
+        '      break', '    if not reaches(accuracy, threshold):\n'
+        '      continue'),
+    'solved: >= -> >': (
+        'src/stats.py', 'value >= threshold - ROUNDING',
+        'value > threshold - ROUNDING'),
+    'critical distance: the sort dropped': (
+        'src/stats.py', 'in sorted(length_accuracy):',
+        'in length_accuracy:'),
+    'budget: any rise reads as no wall, however small': (
+        'src/claims.py', "if rise['p'] < stats.ALPHA:",
+        "if rise['wins'] > 0:"),
+    'the "both" bug of the old dispersed rule': (
+        'experiments/attention.py', "return 'both' if dispersed else",
+        "return 'B' if dispersed else"),
+}
+
+
+def main() -> int:
+  files = subprocess.run(['git', 'ls-files'], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+  survivors = []
+  for name, (path, text, mutated) in MUTANTS.items():
+    with tempfile.TemporaryDirectory() as tmp:
+      tree = pathlib.Path(tmp)
+      for f in files:
+        (tree / f).parent.mkdir(parents=True, exist_ok=True)
+        (tree / f).write_bytes((ROOT / f).read_bytes())
+      source = (tree / path).read_text()
+      if source.count(text) != 1:
+        print(f'{name}: the text to mutate is not there once; update me')
+        return 2
+      (tree / path).write_text(source.replace(text, mutated))
+      proc = subprocess.run(
+          [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
+           *TESTS], cwd=tree, capture_output=True, text=True, timeout=600)
+      failed = [l for l in proc.stdout.splitlines() if l.startswith('FAILED')]
+      caught = proc.returncode != 0 and bool(failed)
+      print(f'{"caught " if caught else "SURVIVED"} {name}: '
+            f'{len(failed)} failing test(s)' + (f', e.g. {failed[0][7:90]}'
+                                                 if failed else ''))
+      if not caught:
+        survivors.append(name)
+  return 1 if survivors else 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
