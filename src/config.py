@@ -184,17 +184,19 @@ def parse(defaults: Config, raw: dict, *, models=None,
 
 def estimate_bytes(config: Config) -> int:
   """A rough estimate of the largest group's live memory over all seeds: the
-  activations a training step keeps for its backward pass, or the evaluation
-  batch's forward pass, whichever is larger (float32). Each model's registry
-  entry says what it keeps per string."""
+  activations a training step keeps for its backward pass, or the forward
+  pass of an evaluation chunk, whichever is larger (float32). Each model's
+  registry entry says what it keeps per string."""
+  from src import train as train_lib  # deferred: it imports jax
+  strings = max(2 * config.batch_size,
+                min(config.eval_examples, train_lib.EVAL_CHUNK))
   worst = 0
   for model in config.models:
     activations = models_lib.get(model).activations
     for L in config.lengths:
       per_string = activations(L, config.d_model, config.num_heads,
                                config.num_layers)
-      worst = max(worst, per_string * max(2 * config.batch_size,
-                                          config.eval_examples))
+      worst = max(worst, per_string * strings)
   return int(4 * config.seeds * worst)
 
 

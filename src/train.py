@@ -329,14 +329,33 @@ class Ensemble:
 
   def evaluate(self, params, *, stream=tasks_lib.EVAL_STREAM,
                num_examples: int = 2048) -> dict[str, np.ndarray]:
-    """Per-seed loss and accuracy on fresh strings training never sees."""
-    return self.measure(params, self._loss_and_accuracy, stream=stream,
+    """Per-seed loss and accuracy on fresh strings training never sees,
+    EVAL_CHUNK strings at a time (a model's forward pass over all of them
+    at once can need gigabytes: Mamba's scan states)."""
+    return self.measure(params, _chunked_loss_and_accuracy, stream=stream,
                         num_examples=num_examples)
 
   def unpad(self, tree: Any) -> Any:
     """Drops the padding seeds from a seed-stacked pytree (on the host)."""
     return jax.tree.map(lambda x: x[:self.num_seeds],
                         distributed.to_host(tree))
+
+
+EVAL_CHUNK = 256  # test strings per forward pass in `evaluate`
+
+
+def _chunked_loss_and_accuracy(model, tokens_BxL, labels_B):
+  """Mean loss and accuracy over the strings, computed EVAL_CHUNK at a
+  time: equal chunks, so the mean of the chunks' means is the mean (the
+  accuracy exactly, the loss up to float rounding)."""
+  B = tokens_BxL.shape[0]
+  chunk = EVAL_CHUNK if B % EVAL_CHUNK == 0 else B
+  def one(batch):
+    tokens, labels = batch
+    return Ensemble._loss_and_accuracy(model, tokens, labels)
+  per_chunk = jax.lax.map(one, (tokens_BxL.reshape(B // chunk, chunk, -1),
+                                labels_B.reshape(B // chunk, chunk)))
+  return jax.tree.map(lambda x: x.mean(0), per_chunk)
 
 
 def resume_or_init(ensemble: Ensemble, checkpoints=None):
