@@ -1,13 +1,15 @@
 """Speed, measured: how fast does the ensemble trainer run on this machine?
 
-Command: `python run.py --exp=throughput` (about 1.5 minutes on a 2-core CPU).
-For each model at lengths 10, 50 and 200, four seeds, batch 32: training
+Command: `python run.py --exp=throughput` (about 5 minutes on a 2-core CPU).
+For each model (the lesson's four and the linear recurrences) at lengths 10,
+50 and 200, four seeds, batch 32: training
 sequences per second over all seeds (after compiling and one warm-up chunk),
 achieved FLOP/s (XLA's count of one training step, scans counted at their
 trip count, times the steps run), that rate as a fraction of this machine's
 float32 matrix-multiply rate measured in the same run, compile seconds, and
-for the recurrent nets the time per scan iteration. Then the vmapped ensemble
-of 8 seeds against the same 8 seeds trained one after another, at L=20.
+for the models that loop over positions the time per scan iteration. Then,
+for each model, the vmapped ensemble of 8 seeds against the same 8 seeds
+trained one after another, at L=20.
 
 Expect, on a CPU: the recurrent nets far from the matmul rate (each scan
 iteration multiplies a 32-wide state, and the gate nonlinearities on slices
@@ -32,7 +34,8 @@ from src.config import Config
 
 DEFAULTS = Config(
     exp='throughput',
-    models=('attention', 'lstm', 'gru', 'rnn'),
+    models=('attention', 'lstm', 'gru', 'rnn', 'linear_attention', 'lru',
+            'mamba'),
     lengths=(10, 50, 200),
     seeds=4,
     steps=40,  # timed steps per group, after a warm-up chunk
