@@ -137,7 +137,7 @@ if seed.spec.has_attention:
   axes = [ax]
 else:
   panels = {'hidden state h': seed.hidden_states(tokens)}
-  if getattr(seed.model, 'kind', None) == 'lstm':
+  if getattr(seed.model, 'has_cell_state', False):
     panels['cell state c'] = seed.hidden_states(tokens, cell=True)
   fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.6 * len(panels)),
                            squeeze=False)

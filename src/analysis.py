@@ -192,8 +192,7 @@ class Seed:
     tokens, one = self._tokens(tokens)
     x_BxLxD = self.model.embed(tokens)
     if cell:
-      if not isinstance(self.model, recurrent_lib.RecurrentClassifier) or (
-          self.model.kind != 'lstm'):
+      if not getattr(self.model, 'has_cell_state', False):
         raise Unanswerable(f'{self.spec.name} has no cell state; cell=True '
                            'needs an LSTM')
       states = self.model.cell_states(x_BxLxD)

@@ -77,6 +77,11 @@ class RecurrentClassifier(nnx.Module):
     """Returns the hidden state after every step, h_LxBxD."""
     return self._scan(x_BxLxD, keep_carry=False)
 
+  @property
+  def has_cell_state(self) -> bool:
+    """An LSTM carries a cell state c beside h."""
+    return self.kind == 'lstm'
+
   def cell_states(self, x_BxLxD):
     """The LSTM's cell state after every step, c_LxBxD (analysis only)."""
     if self.kind != 'lstm':
