@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from src.models import attention as attention_lib
+
 
 def _affine_combine(earlier, later):
   """Composes two spans of h -> a * h + b, `earlier` first: the associative
@@ -48,24 +50,15 @@ def elu_feature_map(x):
   return jax.nn.elu(x) + 1
 
 
-class CausalLinearAttention(nnx.Module):
+class CausalLinearAttention(attention_lib.CausalSelfAttention):
   """Multi-head causal linear attention.
 
   V'_i = sum_{j<=i} phi(q_i).phi(k_j) v_j / sum_{j<=i} phi(q_i).phi(k_j)
   (Katharopoulos et al. 2020, sec. 3.3), computed in its parallel form:
   the L x L grid phi(Q) phi(K)^T, masked causally and normalised by its row
-  sums. The projections are the attention classifier's (no biases), so the
-  two layers differ only in the similarity.
+  sums. The projections are the attention layer's (it inherits them: no
+  biases), so the two layers differ only in the similarity.
   """
-
-  def __init__(self, d_model: int, num_heads: int, *, rngs: nnx.Rngs):
-    if d_model % num_heads:
-      raise ValueError(f'd_model={d_model} is not divisible by '
-                       f'num_heads={num_heads}')
-    self.num_heads = num_heads
-    linear = lambda: nnx.Linear(d_model, d_model, use_bias=False, rngs=rngs)
-    self.query, self.key, self.value, self.out = (linear(), linear(), linear(),
-                                                  linear())
 
   def _features(self, x_BxLxD):
     B, L, D = x_BxLxD.shape
