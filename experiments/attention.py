@@ -271,10 +271,13 @@ def group_claims(model, length, entry) -> list[dict]:
                'A is the dispersed class more often than chance')
   else:
     verdict = stats.INCONCLUSIVE
-    reading = (f'the asymmetry is a per-seed choice, not a property of the '
-               f'task: {k_ab} of {n} seeds have one, split A {counts["A"]} / '
-               f'B {counts["B"]}' if k_ab else
-               'no seed has an asymmetric beam')
+    if 2 * k_ab >= n:
+      reading = (f'the asymmetry is a per-seed choice, not a property of the '
+                 f'task: {k_ab} of {n} seeds have one, split A {counts["A"]} '
+                 f'/ B {counts["B"]}')
+    else:
+      reading = (f'{n - k_ab} of {n} seeds look at both classes alike; no '
+                 'sign that B is the dispersed class')
   b_claim = dict(
       claim='For sequences starting with B, the weight is more dispersed '
             'than for A.',

@@ -207,6 +207,7 @@ def test_dispersed_and_more_dispersed_per_seed(a, b, dispersed, more):
     ([(0.6, 0.99)] * 8, 'did not hold'),  # A in 8 of 8
     ([(0.99, 0.6)] * 4 + [(0.6, 0.99)] * 4, 'inconclusive'),  # a coin flip
     ([(0.99, 0.99)] * 8, 'inconclusive'),  # symmetric: no asymmetry at all
+    ([(0.6, 0.99)] + [(0.95, 0.97)] * 7, 'inconclusive'),  # one seed only
 ])
 def test_b_more_dispersed(masses, verdict):
   summary = attention_summary(masses)
@@ -215,6 +216,8 @@ def test_b_more_dispersed(masses, verdict):
   if verdict == 'inconclusive':
     assert ('per-seed choice' in claim['measured']) == (
         masses[0] != masses[-1])  # said where the seeds split
+    assert ('look at both classes alike' in claim['measured']) == (
+        masses[0] == masses[-1] or masses[0] != masses[1])
 
 
 @pytest.mark.parametrize('masses,verdict', [
