@@ -202,22 +202,20 @@ def test_dispersed_and_more_dispersed_per_seed(a, b, dispersed, more):
   assert attention.more_dispersed(a, b) == more
 
 
-@pytest.mark.parametrize('masses,verdict', [
-    ([(0.99, 0.6)] * 8, 'held'),  # B more dispersed in 8 of 8: p = 2/256
-    ([(0.6, 0.99)] * 8, 'did not hold'),  # A in 8 of 8
-    ([(0.99, 0.6)] * 4 + [(0.6, 0.99)] * 4, 'inconclusive'),  # a coin flip
-    ([(0.99, 0.99)] * 8, 'inconclusive'),  # symmetric: no asymmetry at all
-    ([(0.6, 0.99)] + [(0.95, 0.97)] * 7, 'inconclusive'),  # one seed only
+@pytest.mark.parametrize('masses,verdict,reading', [
+    ([(0.99, 0.6)] * 8, 'held', 'property of the task'),  # 8 of 8: p=2/256
+    ([(0.6, 0.99)] * 8, 'did not hold', 'A is the dispersed class'),
+    ([(0.99, 0.6)] * 4 + [(0.6, 0.99)] * 4, 'inconclusive',
+     'per-seed choice'),  # a coin flip, seed by seed
+    ([(0.99, 0.99)] * 8, 'inconclusive', 'look at both classes alike'),
+    ([(0.6, 0.99)] + [(0.95, 0.97)] * 7, 'inconclusive',
+     'look at both classes alike'),  # one asymmetric seed
 ])
-def test_b_more_dispersed(masses, verdict):
+def test_b_more_dispersed(masses, verdict, reading):
   summary = attention_summary(masses)
   claim, = by_claim(summary, 'B, the weight')
   assert claim['verdict'] == verdict, claim['measured']
-  if verdict == 'inconclusive':
-    assert ('per-seed choice' in claim['measured']) == (
-        masses[0] != masses[-1])  # said where the seeds split
-    assert ('look at both classes alike' in claim['measured']) == (
-        masses[0] == masses[-1] or masses[0] != masses[1])
+  assert reading in claim['measured']
 
 
 @pytest.mark.parametrize('masses,verdict', [
