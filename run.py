@@ -212,13 +212,16 @@ def resolve(argv: list[str], *, check_paths: bool = True) -> Plan:
           f'--{name}: --exp={FLAGS.exp} does not read it (it reads '
           f'--{", --".join(reads)})')
   config = config_lib.parse(defaults(experiment), raw,
-                            models=models_lib.names(experiment.accepts))
+                            models=models_lib.names(experiment.accepts),
+                            one_length=getattr(experiment, 'ONE_LENGTH',
+                                               False))
   parts = {}
   for part in getattr(experiment, 'PARTS', ()):  # each must accept its flags
     module = load(part)
     parts[part] = config_lib.parse(
         defaults(module), {k: v for k, v in raw.items() if k in module.FIELDS},
-        models=models_lib.names(module.accepts))
+        models=models_lib.names(module.accepts),
+        one_length=getattr(module, 'ONE_LENGTH', False))
   workdir = storage.path(FLAGS.workdir or f'runs/{FLAGS.exp}')
   checkpoint_dir = storage.path(FLAGS.checkpoint_dir or
                                 f'checkpoints/{FLAGS.exp}')

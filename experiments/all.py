@@ -1,6 +1,6 @@
 """The whole lesson in one command: every experiment, then REPORT.md.
 
-Command: `python run.py --exp=all` (about 90 minutes on a 2-core CPU), or
+Command: `python run.py --exp=all` (about 50 minutes on a 2-core CPU), or
 `python run.py --exp=all --quick` for a first look (about 10 minutes).
 Runs the parts in RUNS (every experiment but throughput, and distance and
 induction once more for the linear recurrences), each as its own `run.py`
@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from src import models as models_lib
 from src import record
 from src.checkpoint import Preempted
 from src.config import Config
@@ -29,7 +30,8 @@ from src.config import Config
 # that came back (linear attention, LRU, Mamba) on the same claims: Mamba's
 # associative scan is the slowest step here on a CPU, so they stop at L=100
 # and induction runs 4 seeds.
-_LINEAR = '--models=attention,lstm_chrono,rnn,linear_attention,lru,mamba'
+_LINEARS = ','.join(models_lib.names(lambda s: s.family == models_lib.LINEAR))
+_LINEAR = f'--models=attention,lstm_chrono,rnn,{_LINEARS}'
 RUNS = (
     ('distance', 'distance', (), ()),
     ('linear', 'distance', (_LINEAR, '--lengths=10,20,50,100'), (_LINEAR,)),
@@ -39,8 +41,8 @@ RUNS = (
     ('heads', 'heads', (), ()),
     ('induction', 'induction', (), ()),
     ('induction_linear', 'induction',
-     ('--models=linear_attention,lru,mamba', '--seeds=4'),
-     ('--models=linear_attention,lru,mamba', '--lengths=16', '--steps=1000')),
+     (f'--models={_LINEARS}', '--seeds=4'),
+     (f'--models={_LINEARS}', '--lengths=16', '--steps=1000')),
     ('gating', 'gating', (), ()),
     ('budget', 'budget', (), ()),
 )
@@ -150,7 +152,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   devices = config_json.get('provenance', {}).get('devices') or []
   header += [f'Run on {", ".join(devices)[:120]}, '
              f'{time.strftime("%Y-%m-%d")}; the experiments took '
-             f'{sum(walls.values()) / 60:.1f} minutes in this process. Each '
+             f'{sum(walls.values()) / 60:.1f} minutes in this invocation (a '
+             'part finished by an earlier one is not redone). Each '
              'claim is judged from its experiment\'s own summary.json; every '
              'verdict says what was measured, whichever way it came out.', '',
              '| # | Claim of the lesson | Measured | Verdict | Figure |',

@@ -1,6 +1,6 @@
 """The searchlight: where does the last position's query look?
 
-Command: `python run.py --exp=attention` (about 15 seconds on a 2-core CPU).
+Command: `python run.py --exp=attention` (about 10 seconds on a 2-core CPU).
 Trains the single-head, one-layer attention model on the memory task at
 L=20, eight seeds, 600 Adam steps of 32 strings. Every 20 steps it measures
 the last query's weights on a fixed probe batch, per first symbol; at the end,
@@ -172,11 +172,12 @@ def _final_measurements(ensemble, config, run_dir, name, params=None):
   if params is None:
     from src.checkpoint import GroupCheckpoints
     checkpoints = GroupCheckpoints(run_dir.checkpoint_dir / name)
-    _, state = checkpoints.restore_latest(ensemble.abstract_state())
+    # As a resume restores it: from a run on any number of devices.
+    step, state = train_lib.resume_or_init(ensemble, checkpoints)
     checkpoints.close()
-    if state is None:
+    if not step:
       return None
-    params = ensemble.place(state)['params']
+    params = state['params']
   final = ensemble.measure(params, probes.searchlight,
                            num_examples=config.eval_examples)
   final['examples'] = ensemble.measure(params, examples, num_examples=16)
@@ -271,13 +272,16 @@ def group_claims(model, length, entry) -> list[dict]:
                'A is the dispersed class more often than chance')
   else:
     verdict = stats.INCONCLUSIVE
-    if 2 * k_ab >= n:
+    if 2 * k_ab < n:
+      reading = (f'{n - k_ab} of {n} seeds look at both classes alike; the '
+                 f'test cannot tell whether B is the dispersed class')
+    elif counts['A'] and counts['B']:
       reading = (f'the asymmetry is a per-seed choice, not a property of the '
                  f'task: {k_ab} of {n} seeds have one, split A {counts["A"]} '
                  f'/ B {counts["B"]}')
     else:
-      reading = (f'{n - k_ab} of {n} seeds look at both classes alike; no '
-                 'sign that B is the dispersed class')
+      reading = (f'{k_ab} seeds, all one way, are too few for the test to '
+                 'tell')
   b_claim = dict(
       claim='For sequences starting with B, the weight is more dispersed '
             'than for A.',

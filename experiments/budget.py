@@ -1,7 +1,7 @@
 """Wall or budget? The per-seed critical distance of each model against
 training steps.
 
-Command: `python run.py --exp=budget` (about 10 minutes on a 2-core CPU).
+Command: `python run.py --exp=budget` (about 11 minutes on a 2-core CPU).
 Trains the recurrent nets (the LSTM at Flax's default and at chrono
 initialisation, the GRU, the plain RNN) at lengths 10 to 100, eight seeds,
 and tests each seed on 2,048 fresh strings after 250, 1,000 and 4,000 Adam
@@ -33,7 +33,7 @@ DEFAULTS = Config(
     lengths=(10, 20, 50, 100),
     budgets=(250, 1000, 4000),  # each four times the last: two doublings
     seeds=8,  # paired over budgets: the same seed trained longer
-    steps=4000,  # the largest budget; set from --budgets
+    steps=4000,  # not read: a group trains to the largest of --budgets
     batch_size=32,
     learning_rate=3e-3,
     chunk_steps=50,

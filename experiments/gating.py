@@ -1,8 +1,8 @@
 """Gating at its best: does the gated net's advantage survive, or depend on,
 its initialisation?
 
-Command: `python run.py --exp=gating` (about 20 minutes on a 2-core CPU;
-`--quick` about 3). Trains, on the memory task at lengths 10 to 200, eight
+Command: `python run.py --exp=gating` (about 11 minutes on a 2-core CPU;
+`--quick` under a minute). Trains, on the memory task at lengths 10 to 200, eight
 seeds each:
 - `lstm`: Flax's default (forget-gate bias 0, the gate starts at 0.5);
 - `lstm_fb1`: forget-gate bias 1 (Gers et al. 2000, Jozefowicz et al. 2015);
@@ -38,7 +38,7 @@ DEFAULTS = Config(
     lengths=(10, 20, 50, 100, 200),  # 10 and 20 judge the lesson's ~15 steps
     budgets=(250, 500, 1000),  # doublings, one run per group
     seeds=8,  # paired by seed across models: exact sign tests can decide
-    steps=1000,  # the largest budget; set from --budgets
+    steps=1000,  # not read: a group trains to the largest of --budgets
     batch_size=32,
     learning_rate=3e-3,
     chunk_steps=50,

@@ -101,6 +101,7 @@ class GroupCheckpoints:
     tried.
     """
     for step in sorted(self.manager.all_steps(), reverse=True):
+      reason = None
       try:
         abstract = (abstract_state(step) if callable(abstract_state)
                     else abstract_state)
@@ -110,22 +111,27 @@ class GroupCheckpoints:
         state, meta = restored['state'], restored['meta']
         if meta['step'] != step or int(checksum(state)) != meta['checksum']:
           raise ValueError('checksum mismatch')
-        return step, state
       except Exception as e:  # any damage: fall back, never a traceback
         reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        if self.read_only:
-          print(f'warning: checkpoint {self.directory}/{step} could not be '
-                f'restored ({reason}); left in place; trying the previous '
-                'one', flush=True)
-          continue
-        aside = self.move_aside(step)
-        logging.warning('Checkpoint %s/%d is damaged (%s); moved to %s; '
-                        'falling back to the previous one.', self.directory,
-                        step, reason, aside)
-        print(f'warning: checkpoint {self.directory}/{step} is damaged '
-              f'({reason}); moved aside to {aside}; falling back to the '
-              'previous one', flush=True)
-        self.manager.reload()
+      if self.read_only:
+        if reason is None:
+          return step, state
+        print(f'warning: checkpoint {self.directory}/{step} could not be '
+              f'restored ({reason}); left in place; trying the previous '
+              'one', flush=True)
+        continue
+      # Every process falls back together if any one failed to restore.
+      if not distributed.any_process(reason is not None):
+        return step, state
+      reason = reason or 'another process could not restore it'
+      aside = self.move_aside(step)
+      logging.warning('Checkpoint %s/%d is damaged (%s); moved to %s; '
+                      'falling back to the previous one.', self.directory,
+                      step, reason, aside)
+      print(f'warning: checkpoint {self.directory}/{step} is damaged '
+            f'({reason}); moved aside to {aside}; falling back to the '
+            'previous one', flush=True)
+      self.manager.reload()
     return 0, None
 
   def steps(self) -> list[int]:

@@ -144,9 +144,10 @@ FLAG_SYNTAX = {
 
 
 def parse(defaults: Config, raw: dict, *, models=None,
-          min_length=tasks_lib.MIN_LENGTH) -> Config:
+          min_length=tasks_lib.MIN_LENGTH, one_length: bool = False) -> Config:
   """Overrides `defaults` with the flags given as text (None: not given).
-  `models`: the names `--models` accepts (default: every registered one)."""
+  `models`: the names `--models` accepts (default: every registered one);
+  `one_length`: the experiment summarises a single length."""
   models = models_lib.names() if models is None else models
   parsers = {
       'models': lambda t: _choice_list('models', t, models),
@@ -171,6 +172,9 @@ def parse(defaults: Config, raw: dict, *, models=None,
   updates = {name: parsers[name](text) for name, text in raw.items()
              if text is not None and name in parsers}
   config = dataclasses.replace(defaults, **updates)
+  if one_length and len(config.lengths) != 1:
+    raise ConfigError(f'--lengths: --exp={config.exp} takes one length, got '
+                      f'{",".join(map(str, config.lengths))}')
   for flag, counts in (('num_heads', (config.num_heads,)),
                        ('heads', config.heads)):
     for h in counts:

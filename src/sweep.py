@@ -189,7 +189,9 @@ class Sweep:
     if run.is_writer:
       record.update_json(run.path / 'groups.json', group.name,
                          getattr(ensemble, 'recipe', None))
-      purge = start + 1 if start else None
+      # Steps a killed run logged past its checkpoint (or, before the
+      # first one, any) are hidden: TensorBoard shows each step once.
+      purge = start + 1
       writer = record.tb_writer(run.path / 'tb' / group.name,
                                 purge_step=purge)
       seed_writers = [record.tb_writer(run.path / 'tb' / group.name /

@@ -213,8 +213,7 @@ class Ensemble:
             self.curve_examples)
         curve = self._loss_and_accuracy(self.model(params), tokens_BxL,
                                         labels_B)
-        metrics['test_loss'], metrics['test_accuracy'] = (curve['loss'],
-                                                          curve['accuracy'])
+        metrics['test_accuracy'] = curve['accuracy']
       if self.probe is not None:
         metrics['probe'] = self._measure_one(
             params, data_key, self.probe, tasks_lib.PROBE_STREAM,
@@ -345,11 +344,11 @@ EVAL_CHUNK = 256  # test strings per forward pass in `evaluate`
 
 
 def _chunked_loss_and_accuracy(model, tokens_BxL, labels_B):
-  """Mean loss and accuracy over the strings, computed EVAL_CHUNK at a
-  time: equal chunks, so the mean of the chunks' means is the mean (the
+  """Mean loss and accuracy over the strings, computed in equal chunks of
+  at most EVAL_CHUNK: the mean of the chunks' means is the mean (the
   accuracy exactly, the loss up to float rounding)."""
   B = tokens_BxL.shape[0]
-  chunk = EVAL_CHUNK if B % EVAL_CHUNK == 0 else B
+  chunk = max(c for c in range(1, min(B, EVAL_CHUNK) + 1) if B % c == 0)
   def one(batch):
     tokens, labels = batch
     return Ensemble._loss_and_accuracy(model, tokens, labels)
@@ -382,23 +381,30 @@ def fit(ensemble: Ensemble, state, start_step: int, *, steps: int,
   and at the end; on a stop request the state is saved and `Preempted` raised.
   """
   step, last_saved, pending = start_step, start_step, None
+
+  def log_pending():
+    nonlocal pending
+    if pending is not None and on_chunk is not None:
+      on_chunk(*pending)
+    pending = None
+
   while step < steps:
     num_steps = min(chunk_steps, steps - step)
     state, metrics = ensemble.train_chunk(state, step, num_steps)
     step += num_steps
-    if pending is not None and on_chunk is not None:
-      on_chunk(*pending)
+    log_pending()
     pending = (step, metrics)
     # Every process stops at the same boundary, whichever got the signal.
     stopping = stop is not None and distributed.any_process(stop.requested)
     due = checkpoint_every and step - last_saved >= checkpoint_every
     if checkpoints is not None and (due or stopping or step == steps):
+      # Log up to the step saved first: a resume starts after it, and must
+      # find everything before it already written.
+      log_pending()
       checkpoints.save(step, state)
       last_saved = step
     if stopping:
-      if on_chunk is not None:
-        on_chunk(*pending)
+      log_pending()
       raise Preempted(stop.signum or signal.SIGTERM, f'{where} step {step}')
-  if pending is not None and on_chunk is not None:
-    on_chunk(*pending)
+  log_pending()
   return state

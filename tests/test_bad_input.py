@@ -23,6 +23,7 @@ CASES = [
     (['--num_heads=3'], '--num_heads', 'must divide --d_model=32'),
     (['--lengths=100000', '--eval_examples=100000'], '--lengths', 'GiB'),
     (['--cpu_devices=0'], '--cpu_devices', 'integer >= 1'),
+    (['--exp=heads', '--lengths=16,32'], '--lengths', 'takes one length'),
     (['extra_positional'], 'unexpected arguments', 'flags look like'),
     (['--vocab=8'], '--vocab', '--exp=distance does not read it'),
     (['--exp=cost', '--seeds=3'], '--seeds', '--exp=cost does not read it'),

@@ -144,10 +144,11 @@ def test_gating_judges_every_initialisation_at_every_budget():
 
 # -- budget: wall or budget ------------------------------------------------------------
 
-def budget_case(small, large, loss_half, loss_end):
+def budget_case(small, large, loss_half, loss_end, seeds=SEEDS):
   lengths, budgets = (10, 20, 50), (100, 400)
-  rows = (memory_rows({'rnn': small}, lengths, steps=100)
-          + memory_rows({'rnn': large}, lengths, steps=400))
+  rows = [r for r in (memory_rows({'rnn': small}, lengths, steps=100)
+                      + memory_rows({'rnn': large}, lengths, steps=400))
+          if int(r['seed']) < seeds]
   curves = [dict(model='rnn', length=str(L), seed=str(s), step=str(t),
                  train_loss=str(loss_half if t <= 200 else loss_end))
             for L in lengths for s in range(SEEDS)
@@ -163,12 +164,27 @@ def budget_case(small, large, loss_half, loss_end):
     (upto(10), upto(50), 0.69, 0.1, 'did not hold'),  # moves: 0/8 -> 8/8
     (upto(10), upto(10), 0.69, 0.69, 'held'),  # flat loss, no rise
     (upto(10), upto(10), 0.69, 0.5, 'inconclusive'),  # loss still falling
-    (upto(10), upto(lambda s: 20 if s < 3 else 10), 0.69, 0.69, 'held'),
-    # 3 of 8 rise: p = 1/8, not significant, and the loss is flat
+    (upto(10), upto(lambda s: 20 if s < 3 else 10), 0.69, 0.69,
+     'inconclusive'),  # 3 of 8 rise: p = 1/8, not significant, but real
 ])
 def test_limit_is_a_wall(small, large, loss_half, loss_end, verdict):
   claim = budget_case(small, large, loss_half, loss_end)
   assert claim['verdict'] == verdict, claim['measured']
+
+
+def test_four_seeds_cannot_show_a_wall():
+  """With 4 seeds even a rise in all of them has p = 1/16: the test cannot
+  see one, so a flat loss is not enough for held."""
+  claim = budget_case(upto(10), upto(10), 0.69, 0.69, seeds=4)
+  assert claim['verdict'] == 'inconclusive', claim['measured']
+
+
+def test_wall_loss_is_the_stuck_seeds_loss():
+  """Seeds that got past L* learned: their falling loss is not the
+  wall's; the flatness is measured on the seeds still below L*."""
+  claim = budget_case(upto(10), upto(lambda s: 20 if s < 2 else 10), 0.69,
+                      0.69)
+  assert 'in the 6 seeds still below it' in claim['measured']
 
 
 def test_wall_measures_the_length_just_past_the_limit():
@@ -210,6 +226,7 @@ def test_dispersed_and_more_dispersed_per_seed(a, b, dispersed, more):
     ([(0.99, 0.99)] * 8, 'inconclusive', 'look at both classes alike'),
     ([(0.6, 0.99)] + [(0.95, 0.97)] * 7, 'inconclusive',
      'look at both classes alike'),  # one asymmetric seed
+    ([(0.99, 0.6)] * 4, 'inconclusive', 'too few for the test'),  # p = 1/8
 ])
 def test_b_more_dispersed(masses, verdict, reading):
   summary = attention_summary(masses)
