@@ -172,10 +172,9 @@ def _final_measurements(ensemble, config, run_dir, name, params=None):
   if params is None:
     from src.checkpoint import GroupCheckpoints
     checkpoints = GroupCheckpoints(run_dir.checkpoint_dir / name)
-    # As a resume restores it: from a run on any number of devices.
-    step, state = train_lib.resume_or_init(ensemble, checkpoints)
+    _, state = train_lib.restore(ensemble, checkpoints)
     checkpoints.close()
-    if not step:
+    if state is None:
       return None
     params = state['params']
   final = ensemble.measure(params, probes.searchlight,

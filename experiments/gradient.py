@@ -109,12 +109,6 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
   return finish(config, run_dir, results.rows)
 
 
-def fit_slope(x, y):
-  """Least-squares slope of y on x."""
-  x, y = np.asarray(x, float), np.asarray(y, float)
-  return float(np.polyfit(x, y, 1)[0]) if len(x) > 1 else float('nan')
-
-
 def summarize(config: Config, rows: list[dict]) -> dict:
   lengths = sorted(config.lengths)
   out = {'models': {}, 'claims': []}
@@ -127,7 +121,8 @@ def summarize(config: Config, rows: list[dict]) -> dict:
     mean = {(p, L): float(np.mean(list(values(model, p, 'sensitivity',
                                               L).values())))
             for p in ('init', 'trained') for L in lengths}
-    log_init = [np.log(mean['init', L]) for L in lengths]
+    # The seed mean's decay, fitted in L and in log L.
+    mean_fits = stats.decay_fits(lengths, [mean['init', L] for L in lengths])
     seeds = sorted(values(model, 'init', 'sensitivity', lengths[0]))
     fits = {s: stats.decay_fits(lengths, [values(model, 'init', 'sensitivity',
                                                  L)[s] for L in lengths])
@@ -141,10 +136,11 @@ def summarize(config: Config, rows: list[dict]) -> dict:
         # d log(sensitivity) / d(distance) of the seed mean: exponential
         # decay if the claim holds for recurrence; e^slope is the factor
         # lost per step.
-        'init_log_decay_per_step': fit_slope(lengths, log_init),
-        'init_factor_per_step': float(np.exp(fit_slope(lengths, log_init))),
+        'init_log_decay_per_step': mean_fits['exponential']['slope'],
+        'init_factor_per_step': float(np.exp(
+            mean_fits['exponential']['slope'])),
         # d log(sensitivity) / d log(L): -1 is a 1/L fall.
-        'init_loglog_slope': fit_slope(np.log(lengths), log_init),
+        'init_loglog_slope': mean_fits['power']['slope'],
         'trained_ratio_longest_to_shortest':
             mean['trained', lengths[-1]] / mean['trained', lengths[0]],
         # Each seed's decay at init fitted both ways (log-linear in L, and

@@ -121,7 +121,7 @@ def _json(path) -> dict:
 class Seed:
   """Seed `seed` of `group`, trained for `step` steps: `model` is its NNX
   module. `ensemble` and `state` are the whole group's (seed axis padded
-  as the run saved it), for the trainer's own compiled programs."""
+  for this process's devices), for the trainer's own compiled programs."""
   model: nnx.Module
   task: train_lib.Task
   spec: models_lib.ModelSpec
@@ -283,19 +283,13 @@ def load_seed(run, group: str, seed: int, checkpoint_dir=None) -> Seed:
     steps = checkpoints.steps()
     if not steps:
       raise NotFound(f'no checkpoint of {group} in {folder}')
-    try:  # the seed axis as the run padded it to its own devices
-      padded = checkpoints.saved_shapes(steps[-1])['diverged'][0]
-    except Exception as e:  # pylint: disable=broad-except
-      raise NotFound(f'no readable checkpoint of {group} in {folder} (step '
-                     f'{steps[-1]}: {storage.reason(e)})') from None
-    ensemble = _ensemble(recipe, padded)
-    step, state = checkpoints.restore_latest(ensemble.abstract_state())
+    ensemble = _ensemble(recipe)
+    step, state = train_lib.restore(ensemble, checkpoints)
   finally:
     checkpoints.close()
   if state is None:
     raise NotFound(f'no readable checkpoint of {group} in {folder} (tried '
                    f'steps {", ".join(map(str, steps))})')
-  state = ensemble.place(state)
   params = jax.tree.map(lambda x: x[seed], state['params'])
   return Seed(model=nnx.merge(ensemble.graphdef, params), task=ensemble.task,
               spec=models_lib.get(recipe['model']), group=group,
@@ -303,18 +297,14 @@ def load_seed(run, group: str, seed: int, checkpoint_dir=None) -> Seed:
               run=run)
 
 
-def _ensemble(recipe: dict, padded: int) -> train_lib.Ensemble:
-  """The group's ensemble from its recipe, its seed axis `padded` long: over
-  as many of this process's devices as divide it."""
+def _ensemble(recipe: dict) -> train_lib.Ensemble:
+  """The group's ensemble from its recipe (groups.json), on this process's
+  devices."""
   task = dict(recipe['task'])
   task = train_lib.make_task(task.pop('name'), task.pop('length'), **task)
-  devices = jax.devices()
-  k = max(d for d in range(1, min(len(devices), padded) + 1)
-          if padded % d == 0)
   return train_lib.Ensemble(
       lambda rngs: models_lib.make_model(recipe['model'],
                                          **recipe['model_kwargs'], rngs=rngs),
       task, num_seeds=recipe['num_seeds'], seed=recipe['seed'],
       batch_size=recipe['batch_size'],
-      learning_rate=recipe['learning_rate'],
-      mesh=train_lib.seed_mesh(devices[:k]), min_local_seeds=padded // k)
+      learning_rate=recipe['learning_rate'])

@@ -357,15 +357,24 @@ def _chunked_loss_and_accuracy(model, tokens_BxL, labels_B):
   return jax.tree.map(lambda x: x.mean(0), per_chunk)
 
 
+def restore(ensemble: Ensemble, checkpoints):
+  """(step, state) of the latest good checkpoint, placed on this run's seed
+  axis, or (0, None). A checkpoint from a run on another number of devices
+  restores too."""
+  step, state = checkpoints.restore_latest(
+      lambda step: ensemble.abstract_state(checkpoints.saved_seeds(step)))
+  if state is None:
+    return 0, None
+  # Restored leaves may land on one device: place them on the seed axis.
+  return step, ensemble.place(ensemble.repad(state))
+
+
 def resume_or_init(ensemble: Ensemble, checkpoints=None):
-  """Returns (start_step, state): the latest good checkpoint, else step 0.
-  A checkpoint from a run on another number of devices resumes too."""
+  """Returns (start_step, state): the latest good checkpoint, else step 0."""
   if checkpoints is not None:
-    step, state = checkpoints.restore_latest(
-        lambda step: ensemble.abstract_state(checkpoints.saved_seeds(step)))
+    step, state = restore(ensemble, checkpoints)
     if state is not None:
-      # Restored leaves may land on one device: place them on the seed axis.
-      return step, ensemble.place(ensemble.repad(state))
+      return step, state
   return 0, ensemble.init()
 
 
