@@ -19,13 +19,16 @@ import sys
 import time
 from pathlib import Path
 
+import experiments
 from src import models as models_lib
+from src import config as config_lib
 from src import record
 from src.checkpoint import Preempted
 from src.config import Config
 
 # The parts, in the order they run: (name, experiment, flags of its own in
-# a full run and in a quick one). A part's own flags come before the user's,
+# a full run and in a quick one, and its REPORT.md section when it is not
+# the experiment's own SECTION). A part's own flags come before the user's,
 # so the user's win. `linear` and `induction_linear` measure the recurrences
 # that came back (linear attention, LRU, Mamba) on the same claims: Mamba's
 # associative scan is the slowest step here on a CPU, so they stop at L=100
@@ -33,37 +36,38 @@ from src.config import Config
 _LINEARS = ','.join(models_lib.names(lambda s: s.family == models_lib.LINEAR))
 _LINEAR = f'--models=attention,lstm_chrono,rnn,{_LINEARS}'
 RUNS = (
-    ('distance', 'distance', (), ()),
-    ('linear', 'distance', (_LINEAR, '--lengths=10,20,50,100'), (_LINEAR,)),
-    ('attention', 'attention', (), ()),
-    ('gradient', 'gradient', (), ()),
-    ('cost', 'cost', (), ()),
-    ('heads', 'heads', (), ()),
-    ('induction', 'induction', (), ()),
+    ('distance', 'distance', (), (), None),
+    ('linear', 'distance', (_LINEAR, '--lengths=10,20,50,100'), (_LINEAR,),
+     '8. The recurrences that came back: distance'),
+    ('attention', 'attention', (), (), None),
+    ('gradient', 'gradient', (), (), None),
+    ('cost', 'cost', (), (), None),
+    ('heads', 'heads', (), (), None),
+    ('induction', 'induction', (), (), None),
     ('induction_linear', 'induction',
      (f'--models={_LINEARS}', '--seeds=4'),
-     (f'--models={_LINEARS}', '--lengths=16', '--steps=1000')),
-    ('gating', 'gating', (), ()),
-    ('budget', 'budget', (), ()),
+     (f'--models={_LINEARS}', '--lengths=16', '--steps=1000'),
+     '8. The recurrences that came back: induction'),
+    ('gating', 'gating', (), (), None),
+    ('budget', 'budget', (), (), None),
 )
-PARTS = tuple(dict.fromkeys(exp for _, exp, _, _ in RUNS))  # experiments
-# Where each part stands in the lesson, and its figure.
-SECTIONS = {
-    'distance': ('2. Distance', 'distance.png'),
-    'linear': ('8. The recurrences that came back: distance', 'distance.png'),
-    'induction_linear': ('8. The recurrences that came back: induction',
-                         'induction.png'),
-    'gating': ('2. Distance: gating at its best (initialisations)',
-               'gating.png'),
-    'budget': ('2. Distance: wall or budget?', 'budget.png'),
-    'attention': ('3. The searchlight', 'attention.png'),
-    'gradient': ('4. The direct bridge', 'gradient.png'),
-    'cost': ('5. Everything at once, at an N x N price', 'cost.png'),
-    'heads': ('6. Heads', 'heads.png'),
-    'induction': ('7. Depth (induction)', 'induction.png'),
-}
-ORDER = ('distance', 'gating', 'budget', 'attention', 'gradient', 'cost',
-         'heads', 'induction', 'linear', 'induction_linear')
+PARTS = tuple(dict.fromkeys(exp for _, exp, *_ in RUNS))  # experiments
+
+
+def section(name: str) -> tuple[str, str]:
+  """(title, figure) of part `name` in REPORT.md: its own title, else its
+  experiment's SECTION, and its experiment's FIGURE."""
+  _, exp, _, _, title = next(r for r in RUNS if r[0] == name)
+  module = experiments.load(exp)
+  return title or module.SECTION, module.FIGURE
+
+
+def report_order() -> list[str]:
+  """The parts in the lesson's order (by section number), parts of one
+  section in the order they run."""
+  number = lambda name: float(section(name)[0].split('.')[0])
+  return sorted((r[0] for r in RUNS), key=number)
+
 
 DEFAULTS = Config(exp='all')
 QUICK = dataclasses.replace(DEFAULTS, quick=True)
@@ -71,15 +75,37 @@ accepts = lambda spec: True  # each part checks its own
 COLUMNS = ['experiment', 'claim', 'verdict', 'measured']
 
 
-def run(config: Config, run_dir, *, stop=None, passthrough=None) -> dict:
-  """`passthrough[part]`: the flags the user gave that the part reads."""
-  passthrough = passthrough or {}
+# Flags every part takes from the parent as the user gave them, beside the
+# config field flags it reads.
+PASSED = ('quick', 'compilation_cache_dir', 'cpu_devices',
+          'coordinator_address', 'num_processes', 'process_id', 'distributed',
+          'verbosity')
+
+
+def passthrough(part: str, flags) -> list[str]:
+  """The flags the user gave that part `part` reads, as its command line."""
+  module = experiments.load(part)
+  names = tuple(n for n in config_lib.flag_fields() if n in module.FIELDS)
+  out = []
+  for name in names + PASSED:
+    if name in flags.present:
+      value = flags.values[name]
+      out.append(f'--{name}' if value is True else
+                 f'--no{name}' if value is False else f'--{name}={value}')
+  return out
+
+
+def run(config: Config, run_dir, *, stop=None, flags=None) -> dict:
+  """Runs every part; `flags`: the command line (`launch.Flags`), whose
+  flags each part reads are handed on to it."""
+  passthrough_ = ({part: passthrough(part, flags) for part in PARTS}
+                  if flags is not None else {})
   root = Path(__file__).resolve().parents[1]
   walls = {}
   for name, *_ in RUNS:
     if stop is not None and stop.requested:
       raise Preempted(stop.signum, f'before {name}')
-    command = part_command(name, run_dir, passthrough, config.quick)
+    command = part_command(name, run_dir, passthrough_, config.quick)
     print(f'\n=== {name}: {" ".join(command)}', flush=True)
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, *command[1:]], cwd=root)
@@ -100,11 +126,11 @@ def run(config: Config, run_dir, *, stop=None, passthrough=None) -> dict:
     if code != 0:
       raise RuntimeError(f'--exp={name} failed with exit status {code}; '
                          'its output is above')
-  return write_report(config, run_dir, passthrough, walls)
+  return write_report(config, run_dir, passthrough_, walls)
 
 
 def part_command(name, run_dir, passthrough, quick):
-  exp, full, fast = next((e, f, q) for n, e, f, q in RUNS if n == name)
+  exp, full, fast, _ = next(r[1:] for r in RUNS if r[0] == name)
   return ['python', 'run.py', f'--exp={exp}',
           f'--workdir={run_dir.path / name}',
           f'--checkpoint_dir={run_dir.checkpoint_dir / name}',
@@ -115,10 +141,10 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   if not run_dir.is_writer:
     return {}  # the parts' process 0 wrote their summaries: its host reports
   claims, sections = [], []
-  for name in ORDER:
+  for name in report_order():
     folder = run_dir.path / name
     summary = json.loads((folder / 'summary.json').read_text())
-    title, figure = SECTIONS[name]
+    title, figure = section(name)
     command = ' '.join(part_command(name, run_dir, passthrough,
                                     config.quick))
     lines = [f'## {title}', '']

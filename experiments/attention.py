@@ -15,16 +15,15 @@ with the dispersed beam. `--lengths=10,20,50` gives the masses against length.
 """
 
 import dataclasses
-import time
 
 import numpy as np
 
+from src import experiment
 from src import probes
 from src import record
 from src import stats
-from src import sweep
+from src import storage
 from src import tasks as tasks_lib
-from src import train as train_lib
 from src.config import Config
 
 DEFAULTS = Config(
@@ -46,6 +45,7 @@ FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size', 'learning
           'd_model', 'num_heads', 'num_layers', 'num_filler', 'eval_examples',
           'chunk_steps', 'checkpoint_every')
 
+SECTION, FIGURE = '3. The searchlight', 'attention.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
            'accuracy', 'steps', 'wall_s']
 CLASSES = ('A', 'B')  # label 0 is A, label 1 is B
@@ -64,47 +64,53 @@ def examples(model, tokens_BxL, labels_B):
           'predicted': logits.argmax(-1)}
 
 
-def run(config: Config, run_dir, *, stop=None) -> dict:
-  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
-  groups = [sweep.group(m, L) for m in config.models for L in config.lengths]
-  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop)
-  finals = {}
-  for group in groups:
-    task = train_lib.memory_task(group.length, config.num_filler)
-    ensemble = sweep.ensemble(group.model, task, config,
-                              probe=probes.searchlight,
-                              probe_examples=PROBE_EXAMPLES)
-    if results.has(model=group.model, length=group.length):
-      sweeper.skip(group)
-      finals[group.name] = _final_measurements(ensemble, config, run_dir,
-                                               group.name)
-      continue
-    history = _History(run_dir.path / 'tb' / group.name / 'history.npz')
-    trained = sweeper.train(
-        group, ensemble, on_chunk=lambda step, metrics, writer: history.log(
-            step, metrics['probe'], writer, config))
-    eval_start = time.perf_counter()
-    final = ensemble.measure(trained.state['params'], probes.searchlight,
-                             num_examples=config.eval_examples)
-    wall_s = trained.wall_s + time.perf_counter() - eval_start
-    if trained.writer is not None:
-      for c, cls in enumerate(CLASSES):
-        trained.writer.add_scalar(f'test/pos0_mass/{cls}',
-                                  final['pos0_mass'][:, c].mean(),
-                                  config.steps)
-    # Both classes are equally likely: the plain mean is the test accuracy.
-    trained.close(config.steps, final['accuracy'].mean(axis=1))
-    results.append(rows_for(group, final, config.steps, wall_s))
-    finals[group.name] = _final_measurements(ensemble, config, run_dir,
-                                             group.name,
-                                             trained.state['params'])
-    sweeper.progress.say(
-        f'{group.model} L={group.length:<4d} pos0 mass A '
-        f'{final["pos0_mass"][:, 0].mean():.3f}  B '
-        f'{final["pos0_mass"][:, 1].mean():.3f}  accuracy '
-        f'{final["accuracy"].mean():.3f}  {wall_s:.1f}s '
-        f'(compile {ensemble.compile_s:.1f}s)')
-  return finish(config, run_dir, results.rows, finals)
+def groups(config: Config) -> list:
+  return [experiment.group(m, L, task_params={'num_filler': config.num_filler},
+                           probe=probes.searchlight,
+                           probe_examples=PROBE_EXAMPLES)
+          for m in config.models for L in config.lengths]
+
+
+def on_chunk(group, config, step, probe, writer):
+  """The heat map's new row (kept beside the events, so a resumed run
+  redraws it whole) and the position-0 mass and entropy per class."""
+  if writer is None:
+    return None
+  _History(storage.path(writer.logdir) / 'history.npz').log(
+      step, probe, writer, config)
+  return {f'{key}/{cls}': np.asarray(probe[key])[:, c]
+          for c, cls in enumerate(CLASSES) for key in ('pos0_mass', 'entropy')}
+
+
+def measure(group, ensemble, params, config):
+  return ensemble.measure(params, probes.searchlight,
+                          num_examples=config.eval_examples)
+
+
+def final_scalars(group, config, final):
+  return {f'test/pos0_mass/{cls}': final['pos0_mass'][:, c]
+          for c, cls in enumerate(CLASSES)}
+
+
+def rows(group, final, config, timing) -> list[dict]:
+  return rows_for(group, final, timing.steps, timing.wall_s)
+
+
+def line(group, final, config, timing) -> str:
+  return (f'{group.model} L={group.length:<4d} pos0 mass A '
+          f'{final["pos0_mass"][:, 0].mean():.3f}  B '
+          f'{final["pos0_mass"][:, 1].mean():.3f}  accuracy '
+          f'{final["accuracy"].mean():.3f}  {timing.wall_s:.1f}s '
+          f'(compile {timing.compile_s:.1f}s)')
+
+
+def keep(group, ensemble, params, config):
+  """Weights per position and example strings at the end of training, for
+  the figure."""
+  final = ensemble.measure(params, probes.searchlight,
+                           num_examples=config.eval_examples)
+  final['examples'] = ensemble.measure(params, examples, num_examples=16)
+  return final
 
 
 def rows_for(group, final, steps, wall_s) -> list[dict]:
@@ -131,7 +137,7 @@ class _History:
         self.steps, self.weights = list(saved['steps']), list(saved['weights'])
 
   def log(self, step, probe, writer, config):
-    weights_SxCxL = np.asarray(probe['weights'])[:config.seeds]
+    weights_SxCxL = np.asarray(probe['weights'])
     keep = [i for i, s in enumerate(self.steps) if s < step]
     self.steps = [self.steps[i] for i in keep] + [step]
     self.weights = [self.weights[i] for i in keep] + [weights_SxCxL.mean(0)]
@@ -141,12 +147,6 @@ class _History:
       np.savez(f, steps=np.asarray(self.steps),
                weights=np.asarray(self.weights))
     for c, cls in enumerate(CLASSES):
-      writer.add_scalar(f'pos0_mass/{cls}',
-                        np.asarray(probe['pos0_mass'])[:config.seeds, c].mean(),
-                        step)
-      writer.add_scalar(f'entropy/{cls}',
-                        np.asarray(probe['entropy'])[:config.seeds, c].mean(),
-                        step)
       grid_TxL = np.asarray(self.weights)[:, c]
       writer.add_image(f'searchlight/{cls}', heat_map(
           grid_TxL, config.steps // config.chunk_steps), step,
@@ -164,23 +164,6 @@ def heat_map(grid_TxL, total_rows):
   sx = max(1, 480 // L)
   sy = max(1, 240 // full.shape[0])
   return (np.repeat(np.repeat(rgb, sy, 0), sx, 1) * 255).astype(np.uint8)
-
-
-def _final_measurements(ensemble, config, run_dir, name, params=None):
-  """Weights per position and example strings at the end of training, from
-  the group's final checkpoint when the group finished in an earlier run."""
-  if params is None:
-    from src.checkpoint import GroupCheckpoints
-    checkpoints = GroupCheckpoints(run_dir.checkpoint_dir / name)
-    _, state = train_lib.restore(ensemble, checkpoints)
-    checkpoints.close()
-    if state is None:
-      return None
-    params = state['params']
-  final = ensemble.measure(params, probes.searchlight,
-                           num_examples=config.eval_examples)
-  final['examples'] = ensemble.measure(params, examples, num_examples=16)
-  return final
 
 
 # -- the summary ----------------------------------------------------------------
@@ -297,21 +280,15 @@ def group_claims(model, length, entry) -> list[dict]:
   return [a_claim, b_claim]
 
 
-def finish(config, run_dir, rows, finals) -> dict:
-  summary = summarize(config, rows)
-  walls = {(r['model'], r['length']): float(r['wall_s']) for r in rows}
-  summary['wall_s'] = sum(walls.values())
+def figure(config, summary, rows, kept, folder, writer=None):
+  first = experiment.group(config.models[0], config.lengths[0])
+  if kept.get(first.name) is not None:
+    plot(config, first, kept[first.name], folder / FIGURE, writer)
+  if len(config.lengths) > 1:
+    plot_lengths(config, summary, folder / 'attention_lengths.png', writer)
 
-  def draw(writer):
-    first = sweep.group(config.models[0], config.lengths[0])
-    if finals.get(first.name) is not None:
-      plot(config, first, finals[first.name], run_dir.path / 'attention.png',
-           writer)
-    if len(config.lengths) > 1:
-      plot_lengths(config, summary, run_dir.path / 'attention_lengths.png',
-                   writer)
 
-  record.publish(run_dir, config, summary, draw)
+def print_table(config, summary) -> None:
   for model, by_length in summary['models'].items():
     for length, s in by_length.items():
       print(f'\n{model} L={length}: last query weight on position 0 (mean '
@@ -329,8 +306,6 @@ def finish(config, run_dir, rows, finals) -> dict:
             + ', '.join(f'{p["seed"]}: {p["pos0_mass_A"]:.2f}/'
                         f'{p["pos0_mass_B"]:.2f} {p["more_dispersed"]}'
                         for p in s['per_seed']))
-  sweep.print_claims(summary)
-  return summary
 
 
 _TOKEN_TEXT = {tasks_lib.A: 'A', tasks_lib.B: 'B', tasks_lib.QUERY: '?'}

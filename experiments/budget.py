@@ -21,10 +21,10 @@ import dataclasses
 import numpy as np
 
 from src import claims as claims_lib
+from src import memory
 from src import models as models_lib
 from src import record
 from src import stats
-from src import sweep
 from src.config import Config
 
 DEFAULTS = Config(
@@ -47,12 +47,13 @@ accepts = lambda spec: True
 FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
           'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
           'eval_examples', 'chunk_steps', 'checkpoint_every')
-COLUMNS = sweep.BUDGET_COLUMNS
+SECTION, FIGURE = '2. Distance: wall or budget?', 'budget.png'  # in REPORT.md
+COLUMNS = memory.BUDGET_COLUMNS
+rows, line = memory.rows, memory.budget_line
 
 
-def run(config: Config, run_dir, *, stop=None) -> dict:
-  rows, curves = sweep.memory_budgets(config, run_dir, stop=stop)
-  return finish(config, run_dir, rows, curves)
+def groups(config: Config) -> list:
+  return memory.groups(config, budgets=True)
 
 
 def summarize(config: Config, rows, curves) -> dict:
@@ -79,10 +80,7 @@ def summarize(config: Config, rows, curves) -> dict:
   return out
 
 
-def finish(config, run_dir, rows, curves) -> dict:
-  summary = summarize(config, rows, curves)
-  record.publish(run_dir, config, summary, lambda writer: plot(
-      config, summary, run_dir.path / 'budget.png', writer))
+def print_table(config, summary) -> None:
   budgets = sorted(config.budgets)
   print('\nCritical distance by training budget: median [interval] over '
         f'{config.seeds} seeds')
@@ -90,8 +88,10 @@ def finish(config, run_dir, rows, curves) -> dict:
       [[m] + [claims_lib.fmt_median(summary['critical_distance'][m][str(b)])
               for b in budgets]
        for m in config.models], ['model'] + [f'{b} steps' for b in budgets]))
-  sweep.print_claims(summary)
-  return summary
+
+
+def figure(config, summary, rows, kept, folder, writer=None):
+  plot(config, summary, folder / FIGURE, writer)
 
 
 def plot(config, summary, path, writer=None):

@@ -30,8 +30,7 @@ from src import costs
 from src import models as models_lib
 from src import record
 from src import stats
-from src import sweep
-from src.checkpoint import Preempted
+from src import experiment
 from src.config import Config
 
 DEFAULTS = Config(
@@ -50,6 +49,7 @@ accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'batch_size', 'learning_rate', 'd_model',
           'num_heads', 'num_layers', 'num_filler')
+SECTION, FIGURE = '5. Everything at once, at an N x N price', 'cost.png'
 COLUMNS = ['model', 'length', 'pass', 'flops', 'bytes', 'peak_bytes',
            'wall_s', 'depth', 'compile_s']
 PASSES = ('forward', 'train')
@@ -93,29 +93,25 @@ def measure(model: str, config: Config, length: int) -> list[dict]:
   return rows
 
 
-def run(config: Config, run_dir, *, stop=None) -> dict:
-  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
-  groups = [(m, L) for m in config.models for L in config.lengths]
+def cells(config: Config) -> list:
   # Cost grows with L for every model: weight the ETA by L (L^2 above 1024
   # for a full attention grid).
-  work = {(m, L): L * (max(1, L / 1024)
-                       if models_lib.get(m).family == models_lib.ATTENTION
-                       and models_lib.get(m).sequence_outputs else 1)
-          for m, L in groups}
-  progress = record.Progress(sum(work.values()))
-  for model, length in groups:
-    if stop is not None and stop.requested:
-      raise Preempted(stop.signum, f'{model} L={length}')
-    if not results.has(model=model, length=length):
-      rows = measure(model, config, length)
-      results.append(rows)
-      progress.say(
-          f'{model:>16s} L={length:<5d} ' + '  '.join(
-              f'{r["pass"]}: {r["flops"]:.2e} FLOP {r["wall_s"] * 1e3:7.2f} ms '
-              f'{r["peak_bytes"] / 2**20:7.1f} MiB depth {r["depth"]}'
-              for r in rows))
-    progress.update(work[model, length], f'{model} L={length}')
-  return finish(config, run_dir, results.rows)
+  def work(m, L):
+    spec = models_lib.get(m)
+    return L * (max(1, L / 1024) if spec.family == models_lib.ATTENTION
+                and spec.sequence_outputs else 1)
+  return [experiment.Cell(f'{m} L={L}', dict(model=m, length=L), work(m, L))
+          for m in config.models for L in config.lengths]
+
+
+def measure_cell(cell, config, context) -> list[dict]:
+  return measure(cell.key['model'], config, cell.key['length'])
+
+
+def line(cell, rows) -> str:
+  return (f'{cell.key["model"]:>16s} L={cell.key["length"]:<5d} ' + '  '.join(
+      f'{r["pass"]}: {r["flops"]:.2e} FLOP {r["wall_s"] * 1e3:7.2f} ms '
+      f'{r["peak_bytes"] / 2**20:7.1f} MiB depth {r["depth"]}' for r in rows))
 
 
 def depth_shape(lengths, depths) -> dict:
@@ -243,10 +239,8 @@ def claims(out, full, sequential, config, lengths) -> list[dict]:
   return res
 
 
-def finish(config, run_dir, rows) -> dict:
-  summary = summarize(config, rows)
-
-  def draw(writer):
+def figure(config, summary, rows, context, folder, writer=None):
+  if writer is not None:
     for r in rows:
       writer.add_scalar(f'{r["pass"]}_wall_s/{r["model"]}',
                         float(r['wall_s']), int(r['length']))
@@ -254,9 +248,10 @@ def finish(config, run_dir, rows) -> dict:
                         int(r['length']))
       writer.add_scalar(f'{r["pass"]}_depth/{r["model"]}', float(r['depth']),
                         int(r['length']))
-    plot(config, summary, rows, run_dir.path / 'cost.png', writer)
+  plot(config, summary, rows, folder / FIGURE, writer)
 
-  record.publish(run_dir, config, summary, draw)
+
+def print_table(config, summary) -> None:
   table = [[m] + [f'{e[p][k]:.2f}' for p in PASSES
                   for k in ('flops_exponent', 'wall_exponent')]
            + [e['train']['depth_growth']['shape']]
@@ -265,8 +260,6 @@ def finish(config, run_dir, rows) -> dict:
         'a training step')
   print(record.table(table, ['model', 'fwd FLOPs', 'fwd wall', 'train FLOPs',
                              'train wall', 'depth']))
-  sweep.print_claims(summary)
-  return summary
 
 
 def plot(config, summary, rows, path, writer=None):

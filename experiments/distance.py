@@ -17,16 +17,14 @@ asks.
 """
 
 import dataclasses
-import time
 
 import numpy as np
 
 from src import claims as claims_lib
+from src import memory
 from src import models as models_lib
 from src import record
 from src import stats
-from src import sweep
-from src import train as train_lib
 from src.config import Config
 
 DEFAULTS = Config(
@@ -54,45 +52,10 @@ FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
           'eval_examples', 'chunk_steps', 'checkpoint_every')
 
-COLUMNS = ['model', 'family', 'length', 'seed', 'steps', 'accuracy', 'solved',
-           'loss', 'diverged', 'num_params', 'wall_s', 'compile_s']
+SECTION, FIGURE = '2. Distance', 'distance.png'  # in REPORT.md
+COLUMNS = memory.COLUMNS
 TIMING_COLUMNS = ('wall_s', 'compile_s')  # the only columns a rerun changes
-
-
-def run(config: Config, run_dir, *, stop=None) -> dict:
-  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
-  groups = [sweep.group(m, L) for m in config.models for L in config.lengths]
-  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop)
-  for group in groups:
-    if results.has(model=group.model, length=group.length):
-      sweeper.skip(group)
-      continue
-    task = train_lib.memory_task(group.length, config.num_filler)
-    ensemble = sweep.ensemble(group.model, task, config)
-    trained = sweeper.train(group, ensemble)
-    eval_start = time.perf_counter()
-    test = ensemble.evaluate(trained.state['params'],
-                             num_examples=config.eval_examples)
-    wall_s = trained.wall_s + time.perf_counter() - eval_start
-    diverged = ensemble.unpad(trained.state['diverged'])
-    # The TensorBoard metrics first: a group with rows is never redone.
-    trained.close(config.steps, test['accuracy'])
-    family = models_lib.get(group.model).family.name
-    results.append([dict(
-        model=group.model, family=family, length=group.length, seed=s,
-        steps=config.steps, accuracy=test['accuracy'][s],
-        solved=stats.solved(test['accuracy'][s]), loss=test['loss'][s],
-        diverged=diverged[s], num_params=ensemble.num_params, wall_s=wall_s,
-        compile_s=ensemble.compile_s) for s in range(config.seeds)])
-    solved = stats.solved_fraction(test['accuracy'])
-    sweeper.progress.say(
-        f'{group.model:>12s} L={group.length:<4d} acc '
-        f'{test["accuracy"].mean():.3f} (seeds ' + ' '.join(
-            f'{a:.2f}' for a in test['accuracy']) + f')  solved '
-        f'{solved["k"]}/{solved["n"]}  {wall_s:5.1f}s (compile '
-        f'{ensemble.compile_s:.1f}s)'
-        + (f'  DIVERGED {int(diverged.sum())}' if diverged.any() else ''))
-  return finish(config, run_dir, results.rows)
+groups, rows, line = memory.groups, memory.rows, memory.line
 
 
 # -- the summary ----------------------------------------------------------------
@@ -124,20 +87,8 @@ def summarize(config: Config, rows: list[dict]) -> dict:
               'steps', 'batch_size', 'learning_rate', 'd_model', 'seeds')}}
 
 
-def finish(config: Config, run_dir, rows: list[dict]) -> dict:
-  summary = summarize(config, rows)
-  walls = {}
-  for r in rows:
-    walls[r['model'], r['length']] = (float(r['wall_s']), float(r['compile_s']))
-  wall = sum(w for w, _ in walls.values())
-  compile_s = sum(c for _, c in walls.values())
-  summary['wall_s'] = wall
-  summary['compile_s'] = compile_s
-  summary['compile_share'] = compile_s / wall if wall else None
-  record.publish(run_dir, config, summary, lambda writer: plot(
-      config, summary, run_dir.path / 'distance.png', writer))
-  print_table(config, summary)
-  return summary
+def figure(config, summary, rows, kept, folder, writer=None):
+  plot(config, summary, folder / FIGURE, writer)
 
 
 def plot(config, summary, path, writer=None):
@@ -184,7 +135,6 @@ def print_table(config, summary):
         f'length ({config.seeds} seeds):')
   print(record.table(rows, ['model'] + [f'L={L}' for L in lengths]
                      + ['critical (median, interval)']))
-  sweep.print_claims(summary)
   if summary.get('wall_s'):
     print(f'Training wall time {summary["wall_s"]:.0f}s, of which compile '
           f'{summary["compile_s"]:.0f}s ({100 * summary["compile_share"]:.0f}%)')

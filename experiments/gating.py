@@ -25,10 +25,10 @@ import dataclasses
 import numpy as np
 
 from src import claims as claims_lib
+from src import memory
 from src import models as models_lib
 from src import record
 from src import stats
-from src import sweep
 from src.config import Config
 
 DEFAULTS = Config(
@@ -53,12 +53,13 @@ accepts = lambda spec: True  # claims judge the gated and plain ones
 FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
           'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
           'eval_examples', 'chunk_steps', 'checkpoint_every')
-COLUMNS = sweep.BUDGET_COLUMNS
+SECTION, FIGURE = '2. Distance: gating at its best (initialisations)', 'gating.png'  # in REPORT.md
+COLUMNS = memory.BUDGET_COLUMNS
+rows, line = memory.rows, memory.budget_line
 
 
-def run(config: Config, run_dir, *, stop=None) -> dict:
-  rows, _ = sweep.memory_budgets(config, run_dir, stop=stop)
-  return finish(config, run_dir, rows)
+def groups(config: Config) -> list:
+  return memory.groups(config, budgets=True)
 
 
 def summarize(config: Config, rows) -> dict:
@@ -102,10 +103,7 @@ def summarize(config: Config, rows) -> dict:
   return out
 
 
-def finish(config, run_dir, rows) -> dict:
-  summary = summarize(config, rows)
-  record.publish(run_dir, config, summary, lambda writer: plot(
-      config, summary, run_dir.path / 'gating.png', writer))
+def print_table(config, summary) -> None:
   budgets = sorted(config.budgets)
   print(f'\nPer-seed critical distance: median [interval] and seeds, over '
         f'L in {sorted(config.lengths)}')
@@ -131,8 +129,10 @@ def finish(config, run_dir, rows) -> dict:
                 for p in plain]
          for m in summary['versus_rnn']], ['model'] + [f'vs {p}'
                                                         for p in plain]))
-  sweep.print_claims(summary)
-  return summary
+
+
+def figure(config, summary, rows, kept, folder, writer=None):
+  plot(config, summary, folder / FIGURE, writer)
 
 
 def plot(config, summary, path, writer=None):

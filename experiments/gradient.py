@@ -27,9 +27,8 @@ from src import models as models_lib
 from src import probes
 from src import record
 from src import stats
-from src import sweep
+from src import experiment
 from src import tasks as tasks_lib
-from src import train as train_lib
 from src.config import Config
 
 DEFAULTS = Config(
@@ -52,61 +51,56 @@ accepts = lambda spec: True
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
           'chunk_steps', 'checkpoint_every')
+SECTION, FIGURE = '4. The direct bridge', 'gradient.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'phase', 'step', 'sensitivity',
            'pos0_mass', 'accuracy', 'sensitivity_last', 'relative_sensitivity']
 PROBE_EXAMPLES = 512
 
 
-def run(config: Config, run_dir, *, stop=None) -> dict:
-  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
-  groups = [sweep.group(m, L) for m in config.models for L in config.lengths]
-  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop)
-  for group in groups:
-    if results.has(model=group.model, length=group.length, phase='trained'):
-      sweeper.skip(group)
-      continue
-    task = train_lib.memory_task(group.length, config.num_filler)
-    ensemble = sweep.ensemble(group.model, task, config,
-                              probe=probes.margin_sensitivity,
-                              probe_examples=64)
+def groups(config: Config) -> list:
+  return [experiment.group(m, L, task_params={'num_filler': config.num_filler},
+                           key=dict(model=m, length=L, phase='trained'),
+                           probe=probes.margin_sensitivity, probe_examples=64)
+          for m in config.models for L in config.lengths]
 
-    def measure(params, phase, step):
-      m = ensemble.measure(params, probes.margin_sensitivity,
-                           stream=tasks_lib.PROBE_STREAM,
-                           num_examples=PROBE_EXAMPLES)
-      return [dict(model=group.model, length=group.length, seed=s,
-                   phase=phase, step=step, sensitivity=m['sensitivity'][s],
-                   pos0_mass=m['pos0_mass'][s] if 'pos0_mass' in m else '',
-                   accuracy=m['accuracy'][s],
-                   sensitivity_last=m['sensitivity_last'][s],
-                   relative_sensitivity=m['relative_sensitivity'][s])
-              for s in range(config.seeds)]
 
-    init_rows = measure(ensemble.init()['params'], 'init', 0)
+def on_chunk(group, config, step, probe, writer):
+  return {f'bridge/{key}': probe[key] for key in (
+      'sensitivity', 'relative_sensitivity', 'pos0_mass') if key in probe}
 
-    def log_chunk(step, metrics, writer):
-      if writer is None:
-        return
-      probe = metrics['probe']
-      for key in ('sensitivity', 'relative_sensitivity', 'pos0_mass'):
-        if key in probe:
-          values = np.asarray(probe[key])[:config.seeds]
-          writer.add_scalar(f'bridge/{key}', float(np.mean(values)), step)
 
-    trained = sweeper.train(group, ensemble, on_chunk=log_chunk)
-    trained_rows = measure(trained.state['params'], 'trained', config.steps)
-    if trained.writer is not None:
-      init = np.mean([r['sensitivity'] for r in init_rows])
-      trained.writer.add_scalar('bridge/sensitivity_at_init', init, 0)
-    trained.close(config.steps, [r['accuracy'] for r in trained_rows])
-    results.append(init_rows + trained_rows)
-    sweeper.progress.say(
-        f'{group.model:>12s} L={group.length:<3d} sensitivity init '
-        f'{np.mean([r["sensitivity"] for r in init_rows]):.2e}  trained '
-        f'{np.mean([r["sensitivity"] for r in trained_rows]):.2e}  relative '
-        f'{np.median([r["relative_sensitivity"] for r in trained_rows]):.3g}'
-        f'  accuracy {np.mean([r["accuracy"] for r in trained_rows]):.3f}')
-  return finish(config, run_dir, results.rows)
+def measure(group, ensemble, params, config):
+  """The bridge at initialisation (the same initial state training started
+  from) and after training, on the probe strings."""
+  bridge = lambda params: ensemble.measure(
+      params, probes.margin_sensitivity, stream=tasks_lib.PROBE_STREAM,
+      num_examples=PROBE_EXAMPLES)
+  init, trained = bridge(ensemble.init()['params']), bridge(params)
+  return {'init': init, 'trained': trained, 'accuracy': trained['accuracy']}
+
+
+def final_scalars(group, config, final):
+  return {'bridge/sensitivity_at_init': (0, final['init']['sensitivity'])}
+
+
+def rows(group, final, config, timing) -> list[dict]:
+  return [dict(model=group.model, length=group.length, seed=s, phase=phase,
+               step=step, sensitivity=m['sensitivity'][s],
+               pos0_mass=m['pos0_mass'][s] if 'pos0_mass' in m else '',
+               accuracy=m['accuracy'][s],
+               sensitivity_last=m['sensitivity_last'][s],
+               relative_sensitivity=m['relative_sensitivity'][s])
+          for phase, step in (('init', 0), ('trained', timing.steps))
+          for m in (final[phase],) for s in range(config.seeds)]
+
+
+def line(group, final, config, timing) -> str:
+  init, trained = final['init'], final['trained']
+  return (f'{group.model:>12s} L={group.length:<3d} sensitivity init '
+          f'{np.mean(init["sensitivity"]):.2e}  trained '
+          f'{np.mean(trained["sensitivity"]):.2e}  relative '
+          f'{np.median(trained["relative_sensitivity"]):.3g}'
+          f'  accuracy {np.mean(trained["accuracy"]):.3f}')
 
 
 def summarize(config: Config, rows: list[dict]) -> dict:
@@ -208,10 +202,7 @@ def claims(config, m, lengths) -> list[dict]:
   return out
 
 
-def finish(config, run_dir, rows) -> dict:
-  summary = summarize(config, rows)
-  record.publish(run_dir, config, summary, lambda writer: plot(
-      config, summary, rows, run_dir.path / 'gradient.png', writer))
+def print_table(config, summary) -> None:
   lengths = sorted(config.lengths)
   table = []
   for model, e in summary['models'].items():
@@ -224,8 +215,10 @@ def finish(config, run_dir, rows) -> dict:
         'position 0 relative to the last filler position')
   print(record.table(table, ['model', 'init x/step', 'init loglog'] + [
       f'trained L={L}' for L in lengths]))
-  sweep.print_claims(summary)
-  return summary
+
+
+def figure(config, summary, rows, kept, folder, writer=None):
+  plot(config, summary, rows, folder / FIGURE, writer)
 
 
 def plot(config, summary, rows, path, writer=None):

@@ -27,9 +27,8 @@ import numpy as np
 
 from src import record
 from src import stats
-from src import sweep
+from src import experiment
 from src import tasks as tasks_lib
-from src import train as train_lib
 from src.config import Config
 
 DEFAULTS = Config(
@@ -53,6 +52,7 @@ accepts = lambda spec: spec.has_attention  # heads are attention's
 FIELDS = ('models', 'lengths', 'heads', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'd_model', 'num_filler', 'eval_examples',
           'chunk_steps', 'checkpoint_every')
+SECTION, FIGURE = '6. Heads', 'heads.png'  # in REPORT.md
 COLUMNS = ['model', 'num_heads', 'length', 'seed', 'head', 'mass_first',
            'mass_second',
            'ablated_acc_first', 'ablated_acc_second', 'accuracy']
@@ -88,58 +88,58 @@ def head_roles(model, tokens_BxL, labels_B):
   }
 
 
-def run(config: Config, run_dir, *, stop=None) -> dict:
-  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
-  groups = [sweep.group(m, L, name=f'{m}_heads{h}_L{L:03d}', num_heads=h)
-            for m in config.models for h in config.heads
-            for L in config.lengths]
-  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop)
-  maps = {}
-  for group in groups:
-    num_heads, length = group.hparams['num_heads'], group.length
-    task = train_lib.two_symbol_task(length, config.num_filler)
-    ensemble = sweep.ensemble(group.model, task, config, num_heads=num_heads,
-                              num_layers=1, probe=head_roles,
-                              probe_examples=PROBE_EXAMPLES)
-    if results.has(model=group.model, num_heads=num_heads, length=length):
-      sweeper.skip(group)
-      continue
+def groups(config: Config) -> list:
+  return [experiment.group(m, L, name=f'{m}_heads{h}_L{L:03d}',
+                           task='two_symbol',
+                           task_params={'num_filler': config.num_filler},
+                           probe=head_roles, probe_examples=PROBE_EXAMPLES,
+                           num_heads=h)
+          for m in config.models for h in config.heads
+          for L in config.lengths]
 
-    def log_chunk(step, metrics, writer):
-      if writer is None:
-        return
-      p = jax.tree.map(lambda x: np.asarray(x)[:config.seeds],
-                       metrics['probe'])
-      for h in range(p['mass_first'].shape[1]):
-        writer.add_scalar(f'mass_first/head{h}', p['mass_first'][:, h].mean(),
-                          step)
-        writer.add_scalar(f'mass_second/head{h}',
-                          p['mass_second'][:, h].mean(), step)
-        writer.add_image(f'seed0_head{h}', _map_image(
-            p['maps'][0, :, h], p['second_position'][0]), step,
-                         dataformats='HWC')
 
-    trained = sweeper.train(group, ensemble, on_chunk=log_chunk)
-    final = ensemble.measure(trained.state['params'], head_roles,
-                             num_examples=config.eval_examples)
-    trained.close(config.steps, final['accuracy'])
-    rows = [dict(model=group.model, num_heads=num_heads, length=length,
-                 seed=s, head=h,
-                 mass_first=final['mass_first'][s, h],
-                 mass_second=final['mass_second'][s, h],
-                 ablated_acc_first=final['ablated_first'][s, h],
-                 ablated_acc_second=final['ablated_second'][s, h],
-                 accuracy=final['accuracy'][s])
-            for s in range(config.seeds) for h in range(num_heads)]
-    results.append(rows)
-    maps[num_heads, length] = final
-    sweeper.progress.say(f'{group.model} {num_heads} head(s) L={length}: '
-                         f'accuracy '
-                 f'{final["accuracy"].mean():.3f}  ' + '  '.join(
-                     f'h{h} first {final["mass_first"][:, h].mean():.2f} '
-                     f'second {final["mass_second"][:, h].mean():.2f}'
-                     for h in range(num_heads)))
-  return finish(config, run_dir, results.rows, maps)
+def on_chunk(group, config, step, probe, writer):
+  """Each head's weight on the two targets; seed 0's maps as images."""
+  if writer is not None:
+    for h in range(probe['mass_first'].shape[1]):
+      writer.add_image(f'seed0_head{h}', _map_image(
+          probe['maps'][0, :, h], probe['second_position'][0]), step,
+                       dataformats='HWC')
+  return {f'{key}/head{h}': probe[key][:, h]
+          for h in range(probe['mass_first'].shape[1])
+          for key in ('mass_first', 'mass_second')}
+
+
+def measure(group, ensemble, params, config):
+  return ensemble.measure(params, head_roles,
+                          num_examples=config.eval_examples)
+
+
+def rows(group, final, config, timing) -> list[dict]:
+  num_heads = group.hparams['num_heads']
+  return [dict(model=group.model, num_heads=num_heads, length=group.length,
+               seed=s, head=h,
+               mass_first=final['mass_first'][s, h],
+               mass_second=final['mass_second'][s, h],
+               ablated_acc_first=final['ablated_first'][s, h],
+               ablated_acc_second=final['ablated_second'][s, h],
+               accuracy=final['accuracy'][s])
+          for s in range(config.seeds) for h in range(num_heads)]
+
+
+def line(group, final, config, timing) -> str:
+  num_heads = group.hparams['num_heads']
+  return (f'{group.model} {num_heads} head(s) L={group.length}: accuracy '
+          f'{final["accuracy"].mean():.3f}  ' + '  '.join(
+              f'h{h} first {final["mass_first"][:, h].mean():.2f} '
+              f'second {final["mass_second"][:, h].mean():.2f}'
+              for h in range(num_heads)))
+
+
+def keep(group, ensemble, params, config):
+  """The maps and masses of seed 0's heads, for the figure."""
+  return ensemble.measure(params, head_roles,
+                          num_examples=config.eval_examples)
 
 
 def _map_image(map_NxL, second_N):
@@ -206,10 +206,7 @@ def claim(model, by_heads) -> dict:
            f'{SPECIALISED} on the second')
 
 
-def finish(config, run_dir, rows, maps) -> dict:
-  summary = summarize(config, rows)
-  record.publish(run_dir, config, summary, lambda writer: plot(
-      config, rows, maps, run_dir.path / 'heads.png', writer))
+def print_table(config, summary) -> None:
   print('\nAccuracy by head count (4 classes, chance 0.25)')
   print(record.table(
       [[m, h, f'{v["accuracy"]:.3f}', ' '.join(
@@ -218,13 +215,17 @@ def finish(config, run_dir, rows, maps) -> dict:
        for m, e in summary['models'].items()
        for h, v in e['num_heads'].items()],
       ['model', 'heads', 'accuracy', 'seeds', 'seeds split']))
-  sweep.print_claims(summary)
-  return summary
+
+
+def figure(config, summary, rows, kept, folder, writer=None):
+  maps = {(g.hparams['num_heads'], g.length): kept[g.name]
+          for g in groups(config) if g.name in kept}
+  plot(config, rows, maps, folder / FIGURE, writer)
 
 
 def plot(config, rows, maps, path, writer=None):
-  """Per-head maps of seed 0 (the largest head count trained in this
-  process), and the ablation table of every head count."""
+  """Per-head maps of seed 0 (the largest head count), and the ablation
+  table of every head count."""
   plt = record.pyplot()
   shown = max(maps) if maps else None
   n_maps = shown[0] if shown else 0

@@ -27,9 +27,8 @@ import numpy as np
 from src import models as models_lib
 from src import record
 from src import stats
-from src import sweep
+from src import experiment
 from src import tasks as tasks_lib
-from src import train as train_lib
 from src.config import Config
 
 DEFAULTS = Config(
@@ -57,9 +56,11 @@ accepts = lambda spec: True
 FIELDS = ('models', 'lengths', 'depths', 'num_heads', 'vocab', 'seeds', 'seed',
           'steps', 'batch_size', 'learning_rate', 'd_model', 'eval_examples',
           'chunk_steps', 'checkpoint_every')
+SECTION, FIGURE = '7. Depth (induction)', 'induction.png'  # in REPORT.md
 COLUMNS = ['model', 'num_layers', 'length', 'seed', 'accuracy']
 HEAD_COLUMNS = ['model', 'num_layers', 'length', 'seed', 'layer', 'head',
                 'prev_token_score', 'induction_score']
+TABLES = {'heads.csv': HEAD_COLUMNS}  # per layer and head, beside results.csv
 CANNOT, CAN = 0.5, 0.9  # per seed, "cannot": below 50%; "can": at least 90%
 PROBE_EXAMPLES = 512
 
@@ -91,68 +92,67 @@ def accuracy_key(model: str, depth: int) -> str:
           else model)
 
 
-def run(config: Config, run_dir, *, stop=None) -> dict:
-  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
-  head_rows = record.ResultsCsv(run_dir.path / 'heads.csv', HEAD_COLUMNS)
-  groups = [sweep.group(m, L, name=f'{accuracy_key(m, d)}_L{L:03d}',
-                        num_layers=d)
-            for m in config.models
-            for d in (config.depths if models_lib.get(m).layered else (1,))
-            for L in config.lengths]
-  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop, step_work={
-      g.name: g.hparams['num_layers'] * models_lib.get(g.model).step_work(
-          g.length) for g in groups})
-  examples = {}
-  for group in groups:
-    model, depth, length = group.model, group.hparams['num_layers'], \
-        group.length
-    if results.has(model=model, num_layers=depth, length=length):
-      sweeper.skip(group)
-      continue
-    # Head rows a killed run wrote before this group's results: not twice.
-    head_rows.drop(lambda r: r['model'] == model and
-                   int(r['num_layers']) == depth and int(r['length']) == length)
-    task = train_lib.induction_task(length, config.vocab)
-    has_attention = models_lib.get(model).has_attention
-    probe = head_scores if has_attention else accuracy_only
-    ensemble = sweep.ensemble(model, task, config, num_layers=depth,
-                              probe=probe, probe_examples=PROBE_EXAMPLES)
-
-    def log_chunk(step, metrics, writer):
-      if writer is None or not has_attention:
-        return
-      p = jax.tree.map(lambda x: np.asarray(x)[:config.seeds],
-                       metrics['probe'])
-      for layer in range(depth):
-        for h in range(config.num_heads):
-          writer.add_scalar(f'prev_token/layer{layer}_head{h}',
-                            p['prev_token'][:, layer, h].mean(), step)
-          writer.add_scalar(f'induction/layer{layer}_head{h}',
-                            p['induction'][:, layer, h].mean(), step)
-
-    trained = sweeper.train(group, ensemble, on_chunk=log_chunk)
-    final = ensemble.measure(trained.state['params'], probe,
-                             num_examples=config.eval_examples)
-    trained.close(config.steps, final['accuracy'])
-    if has_attention:
-      head_rows.append([
-          dict(model=model, num_layers=depth, length=length, seed=s,
-               layer=layer, head=h,
-               prev_token_score=final['prev_token'][s, layer, h],
-               induction_score=final['induction'][s, layer, h])
-          for s in range(config.seeds) for layer in range(depth)
-          for h in range(config.num_heads)])
-      examples[model, depth] = final
-    results.append([dict(model=model, num_layers=depth, length=length,
-                         seed=s, accuracy=final['accuracy'][s])
-                    for s in range(config.seeds)])
-    sweeper.progress.say(
-        f'{group.name}: accuracy {final["accuracy"].mean():.3f} (seeds '
-        + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
-  return finish(config, run_dir, results.rows, head_rows.rows, examples)
+def groups(config: Config) -> list:
+  return [experiment.group(
+      m, L, name=f'{accuracy_key(m, d)}_L{L:03d}', task='induction',
+      task_params={'vocab': config.vocab}, probe=probe_for(m),
+      probe_examples=PROBE_EXAMPLES, work_scale=d, num_layers=d)
+          for m in config.models
+          for d in (config.depths if models_lib.get(m).layered else (1,))
+          for L in config.lengths]
 
 
-def summarize(config: Config, rows, head_rows) -> dict:
+def probe_for(model: str):
+  return head_scores if models_lib.get(model).has_attention else accuracy_only
+
+
+def on_chunk(group, config, step, probe, writer):
+  if not models_lib.get(group.model).has_attention:
+    return None
+  return {f'{role}/layer{layer}_head{h}': probe[key][:, layer, h]
+          for layer in range(group.hparams['num_layers'])
+          for h in range(config.num_heads)
+          for role, key in (('prev_token', 'prev_token'),
+                            ('induction', 'induction'))}
+
+
+def measure(group, ensemble, params, config):
+  return ensemble.measure(params, probe_for(group.model),
+                          num_examples=config.eval_examples)
+
+
+def rows(group, final, config, timing) -> dict:
+  model, depth, length = (group.model, group.hparams['num_layers'],
+                          group.length)
+  heads = []
+  if models_lib.get(model).has_attention:
+    heads = [dict(model=model, num_layers=depth, length=length, seed=s,
+                  layer=layer, head=h,
+                  prev_token_score=final['prev_token'][s, layer, h],
+                  induction_score=final['induction'][s, layer, h])
+             for s in range(config.seeds) for layer in range(depth)
+             for h in range(config.num_heads)]
+  return {'heads.csv': heads,
+          'results.csv': [dict(model=model, num_layers=depth, length=length,
+                               seed=s, accuracy=final['accuracy'][s])
+                          for s in range(config.seeds)]}
+
+
+def line(group, final, config, timing) -> str:
+  return (f'{group.name}: accuracy {final["accuracy"].mean():.3f} (seeds '
+          + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
+
+
+def keep(group, ensemble, params, config):
+  """Seed 0's maps of one string, for the figure (attention stacks)."""
+  if not models_lib.get(group.model).has_attention:
+    return None
+  return ensemble.measure(params, head_scores,
+                          num_examples=config.eval_examples)
+
+
+def summarize(config: Config, rows, tables) -> dict:
+  head_rows = tables['heads.csv']
   out = {'accuracy': {}, 'roles': [], 'chance': 1 / config.vocab,
          'claims': []}
   per_seed = {}
@@ -222,10 +222,7 @@ def claims(config, per_seed) -> list[dict]:
   return out
 
 
-def finish(config, run_dir, rows, head_rows, examples) -> dict:
-  summary = summarize(config, rows, head_rows)
-  record.publish(run_dir, config, summary, lambda writer: plot(
-      config, summary, examples, run_dir.path / 'induction.png', writer))
+def print_table(config, summary) -> None:
   print(f'\nInduction accuracy (chance {1 / config.vocab:.3f})')
   print(record.table([[k, f'{v["mean"]:.3f}',
                        ' '.join(f'{a:.3f}' for a in v['seeds'])]
@@ -235,13 +232,17 @@ def finish(config, run_dir, rows, head_rows, examples) -> dict:
     print(f'seed {role["seed"]}: previous-token {role["previous_token_head"]}'
           f' ({role["previous_token_score"]:.2f}), induction '
           f'{role["induction_head"]} ({role["induction_score"]:.2f})')
-  sweep.print_claims(summary)
-  return summary
+
+
+def figure(config, summary, rows, kept, folder, writer=None):
+  examples = {(g.model, g.hparams['num_layers']): kept[g.name]
+              for g in groups(config) if kept.get(g.name) is not None}
+  plot(config, summary, examples, folder / FIGURE, writer)
 
 
 def plot(config, summary, examples, path, writer=None):
   """Accuracy by model and depth (bars: mean, dots: seeds), and the maps of
-  seed 0 in the deepest attention stack trained in this process."""
+  seed 0 in the deepest attention stack."""
   plt = record.pyplot()
   shown = max(examples, key=lambda k: k[1]) if examples else None
   H = config.num_heads

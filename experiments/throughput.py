@@ -27,9 +27,8 @@ import jax
 from src import costs
 from src import models as models_lib
 from src import record
-from src import sweep
+from src import experiment
 from src import train as train_lib
-from src.checkpoint import Preempted
 from src.config import Config
 
 DEFAULTS = Config(
@@ -50,6 +49,7 @@ accepts = lambda spec: True
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
           'chunk_steps')
+SECTION, FIGURE = 'Speed', 'throughput.png'  # not a part of --exp=all
 COLUMNS = ['model', 'length', 'seeds', 'batch_size', 'steps_per_s',
            'seqs_per_s', 'flops_per_step', 'flops_per_s', 'peak_fraction',
            'scan_iter_us', 'compile_s', 'wall_s']
@@ -57,10 +57,11 @@ ENSEMBLE_SEEDS, ENSEMBLE_LENGTH = 8, 20
 
 
 def ensemble(model, config, length, num_seeds, **kwargs):
-  task = train_lib.memory_task(length, config.num_filler)
+  group = experiment.group(model, length,
+                           task_params={'num_filler': config.num_filler})
   # No test curve: only training is timed.
-  return sweep.ensemble(model, task, config, num_seeds=num_seeds,
-                        curve_examples=0, **kwargs)
+  return experiment.build(group, dataclasses.replace(config, seeds=num_seeds),
+                          curve_examples=0, **kwargs)
 
 
 def time_training(ens, config):
@@ -77,41 +78,53 @@ def time_training(ens, config):
   return (time.perf_counter() - start) / (step - chunk)
 
 
-def run(config: Config, run_dir, *, stop=None) -> dict:
-  results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS)
+def context(config: Config) -> dict:
   matmul = costs.matmul_flops_per_s()
   print(f'float32 matmul rate on this machine: {matmul:.3e} FLOP/s',
         flush=True)
-  groups = [(m, L) for m in config.models for L in config.lengths]
-  progress = record.Progress(len(groups) + len(config.models))
-  for model, length in groups:
-    if stop is not None and stop.requested:
-      raise Preempted(stop.signum, f'{model} L={length}')
-    if results.has(model=model, length=length):
-      progress.update(1, f'{model} L={length} done')
-      continue
-    start = time.perf_counter()
-    ens = ensemble(model, config, length, config.seeds)
-    per_step = time_training(ens, config)
-    flops = costs.counted(model, 'train', length=length,
-                          batch_size=config.batch_size,
-                          d_model=config.d_model, num_filler=config.num_filler,
-                          per_position=False)['flops']
-    seeds = ens.padded  # the work the machine does, padding included
-    row = dict(
-        model=model, length=length, seeds=seeds,
-        batch_size=config.batch_size, steps_per_s=1 / per_step,
-        seqs_per_s=seeds * config.batch_size / per_step,
-        flops_per_step=flops * seeds, flops_per_s=flops * seeds / per_step,
-        peak_fraction=flops * seeds / per_step / matmul,
-        scan_iter_us=1e6 * per_step / (2 * length)  # forward and backward
-        if models_lib.get(model).loops_over_positions else '',
-        compile_s=ens.compile_s, wall_s=time.perf_counter() - start)
-    results.append([row])
-    progress.say(f'{model:>9s} L={length:<4d} {row["seqs_per_s"]:9.0f} seq/s '
-                 f'{row["flops_per_s"]:.2e} FLOP/s ({100 * row["peak_fraction"]:.1f}'
-                 f'% of matmul)  compile {ens.compile_s:.1f}s')
-    progress.update(1, f'{model} L={length}')
+  return {'matmul': matmul}
+
+
+def cells(config: Config) -> list:
+  return [experiment.Cell(f'{m} L={L}', dict(model=m, length=L))
+          for m in config.models for L in config.lengths]
+
+
+def measure_cell(cell, config, context) -> list[dict]:
+  model, length = cell.key['model'], cell.key['length']
+  start = time.perf_counter()
+  ens = ensemble(model, config, length, config.seeds)
+  per_step = time_training(ens, config)
+  flops = costs.counted(model, 'train', length=length,
+                        batch_size=config.batch_size,
+                        d_model=config.d_model, num_filler=config.num_filler,
+                        per_position=False)['flops']
+  seeds = ens.padded  # the work the machine does, padding included
+  return [dict(
+      model=model, length=length, seeds=seeds,
+      batch_size=config.batch_size, steps_per_s=1 / per_step,
+      seqs_per_s=seeds * config.batch_size / per_step,
+      flops_per_step=flops * seeds, flops_per_s=flops * seeds / per_step,
+      peak_fraction=flops * seeds / per_step / context['matmul'],
+      scan_iter_us=1e6 * per_step / (2 * length)  # forward and backward
+      if models_lib.get(model).loops_over_positions else '',
+      compile_s=ens.compile_s, wall_s=time.perf_counter() - start)]
+
+
+def line(cell, rows) -> str:
+  row = rows[0]
+  return (f'{row["model"]:>9s} L={row["length"]:<4d} '
+          f'{row["seqs_per_s"]:9.0f} seq/s {row["flops_per_s"]:.2e} FLOP/s '
+          f'({100 * row["peak_fraction"]:.1f}% of matmul)  compile '
+          f'{row["compile_s"]:.1f}s')
+
+
+def after_work(config: Config) -> int:
+  return len(config.models)
+
+
+def after(config, rows, context, progress) -> dict:
+  """Each model's ensemble against its seeds one after another."""
   speedups = {}
   for model in config.models:
     together = time_training(
@@ -125,13 +138,14 @@ def run(config: Config, run_dir, *, stop=None) -> dict:
     progress.say(f'{model}: {ENSEMBLE_SEEDS} seeds on the vmap axis '
                  f'{speedups[model]:.1f}x faster than one after another')
     progress.update(1, f'ensemble {model}')
-  return finish(config, run_dir, results.rows, matmul, speedups)
+  return {'speedups': speedups}
 
 
-def finish(config, run_dir, rows, matmul, speedups) -> dict:
+def summarize(config, rows, context) -> dict:
+  matmul, speedups = context['matmul'], context.get('speedups', {})
   wall = sum(float(r['wall_s']) for r in rows)
   compile_s = sum(float(r['compile_s']) for r in rows)
-  summary = {
+  return {
       'matmul_flops_per_s': matmul,
       'ensemble_speedup': min(speedups.values()) if speedups else None,
       'ensemble_speedup_by_model': speedups,
@@ -140,18 +154,23 @@ def finish(config, run_dir, rows, matmul, speedups) -> dict:
       'devices': [str(d) for d in jax.devices()],
       'groups': [{k: r[k] for k in ('model', 'length', 'seqs_per_s',
                                     'flops_per_s', 'peak_fraction',
-                                    'scan_iter_us')} for r in rows],
+                                    'scan_iter_us', 'compile_s')}
+                 for r in rows],
   }
 
-  def draw(writer):
+
+def figure(config, summary, rows, context, folder, writer=None):
+  if writer is not None:
     for r in rows:
       writer.add_scalar(f'seqs_per_s/{r["model"]}', float(r['seqs_per_s']),
                         int(r['length']))
       writer.add_scalar(f'peak_fraction/{r["model"]}',
                         float(r['peak_fraction']), int(r['length']))
-    plot(config, rows, matmul, run_dir.path / 'throughput.png', writer)
+  plot(config, rows, context['matmul'], folder / FIGURE, writer)
 
-  record.publish(run_dir, config, summary, draw)
+
+def print_table(config, summary) -> None:
+  rows = summary['groups']
   print('\n' + record.table(
       [[r['model'], r['length'], f'{float(r["seqs_per_s"]):.0f}',
         f'{float(r["flops_per_s"]):.2e}',
@@ -159,9 +178,9 @@ def finish(config, run_dir, rows, matmul, speedups) -> dict:
         f'{float(r["scan_iter_us"]):.0f}' if r['scan_iter_us'] else '-',
         f'{float(r["compile_s"]):.1f}'] for r in rows],
       ['model', 'L', 'seq/s', 'FLOP/s', 'of matmul', 'us/iter', 'compile s']))
-  print(f'matmul {matmul:.3e} FLOP/s; ensemble speed-up {speedups}; compile '
-        f'share {summary["compile_share"]:.0%}')
-  return summary
+  print(f'matmul {summary["matmul_flops_per_s"]:.3e} FLOP/s; ensemble '
+        f'speed-up {summary["ensemble_speedup_by_model"]}; compile share '
+        f'{summary["compile_share"]:.0%}')
 
 
 def plot(config, rows, matmul, path, writer=None):

@@ -10,8 +10,8 @@ The way in for notebooks and scripts started at the repository root
   seed.searchlight(tokens)    # attention: where the last query looks
   seed.hidden_states(tokens)  # recurrent: the state after every position
 
-A seed is rebuilt from its group's recipe (`groups.json`, written by
-`sweep.ensemble`) and restored from the group's latest checkpoint. Nothing
+A seed is rebuilt from its group's recipe (`groups.json`, built by
+`train.build` as the runner built it) and restored from the group's latest checkpoint. Nothing
 here writes: a checkpoint that cannot be read is skipped where it lies, not
 moved aside as the trainer would.
 
@@ -123,7 +123,7 @@ class Seed:
   module. `ensemble` and `state` are the whole group's (seed axis padded
   for this process's devices), for the trainer's own compiled programs."""
   model: nnx.Module
-  task: train_lib.Task
+  task: tasks_lib.Task
   spec: models_lib.ModelSpec
   group: str
   seed: int
@@ -283,7 +283,7 @@ def load_seed(run, group: str, seed: int, checkpoint_dir=None) -> Seed:
     steps = checkpoints.steps()
     if not steps:
       raise NotFound(f'no checkpoint of {group} in {folder}')
-    ensemble = _ensemble(recipe)
+    ensemble = train_lib.build(recipe)
     step, state = train_lib.restore(ensemble, checkpoints)
   finally:
     checkpoints.close()
@@ -295,16 +295,3 @@ def load_seed(run, group: str, seed: int, checkpoint_dir=None) -> Seed:
               spec=models_lib.get(recipe['model']), group=group,
               seed=int(seed), step=step, ensemble=ensemble, state=state,
               run=run)
-
-
-def _ensemble(recipe: dict) -> train_lib.Ensemble:
-  """The group's ensemble from its recipe (groups.json), on this process's
-  devices."""
-  task = dict(recipe['task'])
-  task = train_lib.make_task(task.pop('name'), task.pop('length'), **task)
-  return train_lib.Ensemble(
-      lambda rngs: models_lib.make_model(recipe['model'],
-                                         **recipe['model_kwargs'], rngs=rngs),
-      task, num_seeds=recipe['num_seeds'], seed=recipe['seed'],
-      batch_size=recipe['batch_size'],
-      learning_rate=recipe['learning_rate'])

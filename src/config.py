@@ -17,41 +17,77 @@ class ConfigError(ValueError):
   """Bad user input: the message is one line naming the flag."""
 
 
-def _field(default, doc, *, defines_run=True):
-  """A config field; `defines_run=False` for fields that never change results
-  (they may differ when a run is resumed)."""
-  return dataclasses.field(default=default,
-                           metadata={'doc': doc, 'defines_run': defines_run})
+def _field(default, doc, syntax=None, parse=None, *, defines_run=True):
+  """A config field: `doc` its help; a field with `parse` is also a flag,
+  `--NAME`, taking `syntax` (for --help and errors) and parsed by
+  `parse(flag, text, context)`; `defines_run=False` for fields that never
+  change results (they may differ when a run is resumed)."""
+  return dataclasses.field(default=default, metadata={
+      'doc': doc, 'syntax': syntax, 'parse': parse,
+      'defines_run': defines_run})
+
+
+_COUNT, _COUNTS = 'an integer >= 1', 'a comma list of distinct integers >= 1'
+_count = lambda flag, text, context: _int(flag, text)
+_counts = lambda flag, text, context: _int_list(flag, text, 1)
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
+  """Every field a run reads: its default, its help, and, for a flag, what
+  it accepts. A new field is one line here (and its name in the FIELDS of
+  each experiment that reads it): run.py defines its flag from it."""
   exp: str = _field('distance', 'experiment to run')
   quick: bool = _field(False, "the experiment's CPU-fast variant (--quick)")
-  models: tuple[str, ...] = _field(('attention', 'lstm', 'gru', 'rnn'),
-                                   'models to train (names in the registry)')
-  lengths: tuple[int, ...] = _field((20,), 'sequence lengths L (query at L-1)')
-  seeds: int = _field(4, 'seeds per group, trained at once on a vmap axis')
-  seed: int = _field(0, 'base seed; seed i of a group uses fold_in(seed, i)')
-  steps: int = _field(1000, 'training steps per group (Adam, fresh strings)')
-  batch_size: int = _field(64, 'strings per training step per seed')
-  learning_rate: float = _field(3e-3, 'Adam learning rate, no schedule')
-  d_model: int = _field(32, 'width shared by every model (embedding, state)')
-  num_heads: int = _field(1, 'attention heads per layer')
-  num_layers: int = _field(1, 'attention layers')
+  models: tuple[str, ...] = _field(
+      ('attention', 'lstm', 'gru', 'rnn'),
+      'models to train (names in the registry)',
+      'a comma list of distinct registered model names',
+      lambda flag, text, context: _choice_list(flag, text,
+                                               context['models']))
+  lengths: tuple[int, ...] = _field(
+      (20,), 'sequence lengths L (query at L-1)',
+      f'a comma list of distinct integers >= {tasks_lib.MIN_LENGTH}',
+      lambda flag, text, context: _int_list(flag, text,
+                                            context['min_length']))
+  seeds: int = _field(4, 'seeds per group, trained at once on a vmap axis',
+                      _COUNT, _count)
+  seed: int = _field(0, 'base seed; seed i of a group uses fold_in(seed, i)',
+                     'an integer >= 0',
+                     lambda flag, text, context: _int(flag, text, minimum=0))
+  steps: int = _field(1000, 'training steps per group (Adam, fresh strings)',
+                      _COUNT, _count)
+  batch_size: int = _field(64, 'strings per training step per seed', _COUNT,
+                           _count)
+  learning_rate: float = _field(
+      3e-3, 'Adam learning rate, no schedule', 'a finite number > 0',
+      lambda flag, text, context: _rate(flag, text))
+  d_model: int = _field(32, 'width shared by every model (embedding, state)',
+                        _COUNT, _count)
+  num_heads: int = _field(1, 'attention heads per layer',
+                          f'{_COUNT} dividing --d_model', _count)
+  num_layers: int = _field(1, 'attention layers', _COUNT, _count)
   heads: tuple[int, ...] = _field((1, 2, 4),
-                                  'head counts compared (--exp=heads)')
-  depths: tuple[int, ...] = _field((1, 2),
-                                   'attention depths compared (--exp=induction)')
-  vocab: int = _field(16, 'token vocabulary of the induction task')
-  budgets: tuple[int, ...] = _field((250, 1000, 4000),
-                                    'training budgets in steps (--exp=budget)')
-  num_filler: int = _field(8, 'distinct neutral filler symbols')
-  eval_examples: int = _field(2048, 'fresh test strings per seed')
+                                  'head counts compared (--exp=heads)',
+                                  f'{_COUNTS}, each dividing --d_model',
+                                  _counts)
+  depths: tuple[int, ...] = _field(
+      (1, 2), 'attention depths compared (--exp=induction)', _COUNTS,
+      _counts)
+  vocab: int = _field(16, 'token vocabulary of the induction task',
+                      'an integer >= 3',
+                      lambda flag, text, context: _int(flag, text, minimum=3))
+  budgets: tuple[int, ...] = _field(
+      (250, 1000, 4000), 'training budgets in steps (--exp=budget)', _COUNTS,
+      _counts)
+  num_filler: int = _field(8, 'distinct neutral filler symbols', _COUNT,
+                           _count)
+  eval_examples: int = _field(2048, 'fresh test strings per seed', _COUNT,
+                              _count)
   chunk_steps: int = _field(100, 'steps per compiled scan chunk (log points)',
-                            defines_run=False)
-  checkpoint_every: int = _field(500, 'steps between checkpoints',
-                                 defines_run=False)
+                            _COUNT, _count, defines_run=False)
+  checkpoint_every: int = _field(500, 'steps between checkpoints', _COUNT,
+                                 _count, defines_run=False)
 
   def run_fields(self) -> dict:
     """The fields that define the results (compared when resuming)."""
@@ -65,6 +101,20 @@ class Config:
 
 def field_docs() -> dict[str, str]:
   return {f.name: f.metadata['doc'] for f in dataclasses.fields(Config)}
+
+
+def flag_fields() -> tuple[str, ...]:
+  """The fields that are flags (`--NAME`), in Config's order."""
+  return tuple(f.name for f in dataclasses.fields(Config)
+               if f.metadata['parse'] is not None)
+
+
+def flag_syntax(name: str) -> str:
+  """What field flag `--NAME` accepts, for --help and errors."""
+  return _FIELDS[name].metadata['syntax']
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 
 
 # -- parsing ------------------------------------------------------------------
@@ -127,50 +177,15 @@ def _choice_list(flag, text, choices):
   return tuple(out)
 
 
-# What each field flag takes, for --help; parse() below enforces it.
-_COUNT, _COUNTS = 'an integer >= 1', 'a comma list of distinct integers >= 1'
-FLAG_SYNTAX = {
-    'models': 'a comma list of distinct registered model names',
-    'lengths': 'a comma list of distinct integers >= '
-               f'{tasks_lib.MIN_LENGTH}',
-    'seeds': _COUNT, 'seed': 'an integer >= 0', 'steps': _COUNT,
-    'batch_size': _COUNT, 'learning_rate': 'a finite number > 0',
-    'd_model': _COUNT, 'num_heads': f'{_COUNT} dividing --d_model',
-    'num_layers': _COUNT, 'heads': f'{_COUNTS}, each dividing --d_model',
-    'depths': _COUNTS, 'vocab': 'an integer >= 3', 'budgets': _COUNTS,
-    'num_filler': _COUNT, 'eval_examples': _COUNT, 'chunk_steps': _COUNT,
-    'checkpoint_every': _COUNT,
-}
-
-
 def parse(defaults: Config, raw: dict, *, models=None,
           min_length=tasks_lib.MIN_LENGTH, one_length: bool = False) -> Config:
   """Overrides `defaults` with the flags given as text (None: not given).
   `models`: the names `--models` accepts (default: every registered one);
   `one_length`: the experiment summarises a single length."""
-  models = models_lib.names() if models is None else models
-  parsers = {
-      'models': lambda t: _choice_list('models', t, models),
-      'lengths': lambda t: _int_list('lengths', t, min_length),
-      'seeds': lambda t: _int('seeds', t),
-      'seed': lambda t: _int('seed', t, minimum=0),
-      'steps': lambda t: _int('steps', t),
-      'batch_size': lambda t: _int('batch_size', t),
-      'learning_rate': lambda t: _rate('learning_rate', t),
-      'd_model': lambda t: _int('d_model', t),
-      'num_heads': lambda t: _int('num_heads', t),
-      'num_layers': lambda t: _int('num_layers', t),
-      'heads': lambda t: _int_list('heads', t, 1),
-      'depths': lambda t: _int_list('depths', t, 1),
-      'vocab': lambda t: _int('vocab', t, minimum=3),
-      'budgets': lambda t: _int_list('budgets', t, 1),
-      'num_filler': lambda t: _int('num_filler', t),
-      'eval_examples': lambda t: _int('eval_examples', t),
-      'chunk_steps': lambda t: _int('chunk_steps', t),
-      'checkpoint_every': lambda t: _int('checkpoint_every', t),
-  }
-  updates = {name: parsers[name](text) for name, text in raw.items()
-             if text is not None and name in parsers}
+  context = {'models': models_lib.names() if models is None else models,
+             'min_length': min_length}
+  updates = {name: _FIELDS[name].metadata['parse'](name, text, context)
+             for name, text in raw.items() if text is not None}
   config = dataclasses.replace(defaults, **updates)
   if one_length and len(config.lengths) != 1:
     raise ConfigError(f'--lengths: --exp={config.exp} takes one length, got '

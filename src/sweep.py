@@ -1,10 +1,6 @@
-"""The skeleton every training experiment shares: its groups, the finished
-ones skipped, the progress line, and what a group leaves behind while it
-trains (checkpoints, TensorBoard, curves.csv).
-
-An experiment lists its groups (`Group`: a model on a task at a length, with
-its HParams), builds an `Ensemble` for each unfinished one and calls
-`Sweep.train`; it owns its measurements, rows and claims.
+"""A group's training as a run records it: checkpoints and resume, the
+progress line, TensorBoard and curves.csv. The runner (`src/experiment.py`)
+calls `Sweep.train` for every group it does not skip.
 
 TensorBoard layout, one run per group and one per seed under it:
   tb/<group>/            seed-mean train/loss, train/accuracy (every step),
@@ -34,64 +30,6 @@ CURVE_COLUMNS = ['group', 'model', 'length', 'seed', 'step', 'train_loss',
                  'train_accuracy', 'test_accuracy']
 # The HParams metrics of every training group (seed means at the end).
 HPARAM_METRICS = ('test/accuracy', 'test/solved_fraction')
-
-
-@dataclasses.dataclass(frozen=True)
-class Group:
-  """One (model, task, length) group: all its seeds train in one program.
-
-  name: its TensorBoard run and checkpoint folder (`lstm_L050`).
-  hparams: its HParams session; `hparams_for` gives the usual ones.
-  """
-  name: str
-  model: str
-  length: int
-  hparams: dict
-
-
-def group(model: str, length: int, *, name: str | None = None,
-          **extra) -> Group:
-  """The group of `model` at `length`, its HParams from the registry."""
-  return Group(name or f'{model}_L{length:03d}', model, length,
-               hparams_for(model, length, **extra))
-
-
-def hparams_for(model: str, length: int, **extra) -> dict:
-  spec = models_lib.get(model)
-  return {'model': model, 'family': spec.family.name,
-          'architecture': spec.architecture,
-          'initialisation': spec.init_name, 'length': length, **extra}
-
-
-def ensemble(model: str, task: train_lib.Task, config, *,
-             num_heads: int | None = None, num_layers: int | None = None,
-             num_seeds: int | None = None, **kwargs) -> train_lib.Ensemble:
-  """The ensemble of one group: `model` on `task` with the config's width,
-  seeds and optimiser; heads, layers and seeds may be set per group."""
-  model_kwargs = dict(
-      vocab_size=task.vocab_size, length=task.length, d_model=config.d_model,
-      num_classes=task.num_classes, num_heads=num_heads or config.num_heads,
-      num_layers=num_layers or config.num_layers)
-  ens = train_lib.Ensemble(
-      lambda rngs: models_lib.make_model(model, **model_kwargs, rngs=rngs),
-      task, num_seeds=num_seeds or config.seeds, seed=config.seed,
-      batch_size=config.batch_size, learning_rate=config.learning_rate,
-      **kwargs)
-  # All it takes to build this ensemble again (src/analysis.py loads a
-  # trained seed from it): kept in the run's groups.json.
-  ens.recipe = {'model': model, 'model_kwargs': model_kwargs,
-                'task': {'name': task.name, 'length': task.length,
-                         **task.params},
-                'num_seeds': ens.num_seeds, 'seed': config.seed,
-                'batch_size': config.batch_size,
-                'learning_rate': config.learning_rate}
-  return ens
-
-
-def print_claims(summary: dict) -> None:
-  for c in summary['claims']:
-    where = f' (L={c["length"]})' if 'length' in c else ''
-    print(f'- {c["verdict"].upper()}{where}: {c["claim"]} ({c["measured"]})')
 
 
 @dataclasses.dataclass
@@ -131,7 +69,7 @@ class Sweep:
   loss and accuracy, and the test accuracy on fresh strings at its end.
   """
 
-  def __init__(self, run_dir, config, groups: list[Group], *, stop,
+  def __init__(self, run_dir, config, groups: list, *, stop,
                steps: int | None = None, step_work: dict | None = None):
     """`steps`: what every group trains to (default `config.steps`);
     `step_work`: the relative cost of one step per group name (default from
@@ -152,25 +90,26 @@ class Sweep:
           run_dir.path / 'tb' / 'summary', [g.hparams for g in self.groups],
           HPARAM_METRICS)
 
-  def _count(self, group: Group, upto: int, text: str) -> None:
+  def _count(self, group, upto: int, text: str) -> None:
     done = self._counted.get(group.name, 0)
     self._counted[group.name] = max(done, upto)
     self.progress.update(self.step_work[group.name] * max(upto - done, 0),
                          text)
 
-  def skip(self, group: Group, steps: int | None = None) -> None:
+  def skip(self, group, steps: int | None = None) -> None:
     """A finished group (or budget): counted done, not redone."""
     self._count(group, steps or self.steps, f'{group.name} done')
 
-  def train(self, group: Group, ensemble: train_lib.Ensemble, *,
+  def train(self, group, ensemble: train_lib.Ensemble, *,
             steps: int | None = None,
-            on_chunk: Callable[[int, dict, object], None] | None = None
+            on_chunk: Callable[[int, dict, object, list], None] | None = None
             ) -> GroupRun:
     """Resumes or starts `group`, trains it to `steps` (default
     `config.steps`), logs each chunk. Called again with more steps, it goes
     on from where the last call stopped (one run serves several budgets).
 
-    `on_chunk(step, metrics, writer)` lets the experiment log more per chunk.
+    `on_chunk(step, metrics, writer, seed_writers)` lets the runner log
+    more per chunk (the writers are None and [] on other processes).
     """
     config, run = self.config, self.run_dir
     steps = steps or self.steps
@@ -231,7 +170,7 @@ class Sweep:
           test_accuracy='' if test_S is None else test_S[i])
                           for i in range(num_seeds)])
       if on_chunk is not None:
-        on_chunk(step, metrics, writer)
+        on_chunk(step, metrics, writer, seed_writers)
       if os.environ.get('SEARCHLIGHT_FAULT_KILL_AT') == f'{group.name}@{step}':
         if writer is not None:
           writer.flush()  # the events past the last checkpoint must be purged
@@ -256,48 +195,3 @@ class Sweep:
     return GroupRun(state, writer, seed_writers, num_seeds,
                     time.perf_counter() - start_time, ensemble.compile_s,
                     start)
-
-
-# -- the memory task over several budgets (budget, gating) ----------------------
-
-BUDGET_COLUMNS = ['model', 'family', 'length', 'seed', 'steps', 'accuracy',
-                  'solved', 'loss', 'diverged', 'wall_s']
-
-
-def memory_budgets(config, run_dir, *, stop) -> tuple[list, list]:
-  """Every (model, length) group of the memory task, tested after each of
-  `config.budgets` steps. There is no learning-rate schedule, so the model
-  tested after 250 steps of a 4,000-step run is the one a 250-step run
-  gives: one run per group serves every budget. Returns the rows of
-  results.csv and of curves.csv."""
-  budgets = sorted(config.budgets)
-  results = record.ResultsCsv(run_dir.path / 'results.csv', BUDGET_COLUMNS)
-  groups = [group(m, L) for m in config.models for L in config.lengths]
-  sweeper = Sweep(run_dir, config, groups, stop=stop, steps=budgets[-1])
-  for g in groups:
-    ens = None
-    for budget in budgets:
-      if results.has(model=g.model, length=g.length, steps=budget):
-        sweeper.skip(g, budget)
-        continue
-      if ens is None:
-        task = train_lib.memory_task(g.length, config.num_filler)
-        ens = ensemble(g.model, task, config)
-      trained = sweeper.train(g, ens, steps=budget)
-      start = time.perf_counter()
-      test = ens.evaluate(trained.state['params'],
-                               num_examples=config.eval_examples)
-      diverged = ens.unpad(trained.state['diverged'])
-      wall_s = trained.wall_s + time.perf_counter() - start
-      trained.close(budget, test['accuracy'])
-      family = models_lib.get(g.model).family.name
-      results.append([dict(
-          model=g.model, family=family, length=g.length, seed=s,
-          steps=budget, accuracy=test['accuracy'][s],
-          solved=stats.solved(test['accuracy'][s]), loss=test['loss'][s],
-          diverged=diverged[s], wall_s=wall_s) for s in range(config.seeds)])
-      sweeper.progress.say(
-          f'{g.model:>12s} L={g.length:<4d} after {budget:>5d} steps: '
-          f'accuracy {test["accuracy"].mean():.3f}, solved '
-          f'{stats.solved_fraction(test["accuracy"])["k"]}/{config.seeds}')
-  return results.rows, sweeper.curves.rows

@@ -15,7 +15,9 @@ The memory task (the lesson's panel): position 0 holds `A` or `B`, positions
 marker, and the label is the first symbol (0 for `A`, 1 for `B`).
 """
 
+import dataclasses
 import math
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -170,3 +172,51 @@ def induction_batch(key, batch_size: int, length: int, vocab: int):
 def trigger_position(tokens_BxL):
   """Where the trigger occurred before the end."""
   return jnp.argmax(tokens_BxL[:, :-1] == tokens_BxL[:, -1:], axis=1)
+
+
+# -- tasks: what the trainer needs of each -----------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """What the trainer needs of a task: a batch sampler and its sizes.
+  `make_task(name, length, **params)` builds it again (a loaded run)."""
+  name: str
+  length: int
+  vocab_size: int
+  num_classes: int
+  sample: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]]
+  params: dict = dataclasses.field(default_factory=dict)
+
+
+def memory_task(length: int, num_filler: int) -> Task:
+  """The lesson's task: name the first symbol (A or B) after the filler."""
+  check_length(length)
+  return Task(
+      'memory', length, vocab_size(num_filler), 2,
+      lambda key, n: memory_batch(key, n, length, num_filler),
+      {'num_filler': num_filler})
+
+
+def two_symbol_task(length: int, num_filler: int) -> Task:
+  """Two relations at once (heads): the first symbol by its position, the
+  second by its content; 4 classes."""
+  return Task(
+      'two_symbol', length, two_symbol_vocab_size(num_filler), 4,
+      lambda key, n: two_symbol_batch(key, n, length, num_filler),
+      {'num_filler': num_filler})
+
+
+def induction_task(length: int, vocab: int) -> Task:
+  """Name the token that followed the earlier occurrence of the last one."""
+  return Task(
+      'induction', length, vocab, vocab,
+      lambda key, n: induction_batch(key, n, length, vocab),
+      {'vocab': vocab})
+
+
+TASKS = {'memory': memory_task, 'two_symbol': two_symbol_task,
+         'induction': induction_task}
+
+
+def make_task(name: str, length: int, **params) -> Task:
+  return TASKS[name](length, **params)

@@ -8,7 +8,6 @@ logs, checkpoints and listens for preemption there.
 Shape legend: S seeds (ensemble axis), B batch, L length, T steps in a chunk.
 """
 
-import dataclasses
 import functools
 import signal
 import time
@@ -22,6 +21,7 @@ from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from src import distributed
+from src import models as models_lib
 from src import tasks as tasks_lib
 from src.checkpoint import Preempted
 
@@ -58,52 +58,6 @@ def seed_keys(seed: int, num_seeds: int) -> tuple[jax.Array, jax.Array]:
   return keys[:, 0], keys[:, 1]
 
 
-@dataclasses.dataclass(frozen=True)
-class Task:
-  """What the trainer needs of a task: a batch sampler and its sizes.
-  `make_task(name, length, **params)` builds it again (a loaded run)."""
-  name: str
-  length: int
-  vocab_size: int
-  num_classes: int
-  sample: Callable[[jax.Array, int], tuple[jax.Array, jax.Array]]
-  params: dict = dataclasses.field(default_factory=dict)
-
-
-def memory_task(length: int, num_filler: int) -> Task:
-  """The lesson's task: name the first symbol (A or B) after the filler."""
-  tasks_lib.check_length(length)
-  return Task(
-      'memory', length, tasks_lib.vocab_size(num_filler), 2,
-      lambda key, n: tasks_lib.memory_batch(key, n, length, num_filler),
-      {'num_filler': num_filler})
-
-
-def two_symbol_task(length: int, num_filler: int) -> Task:
-  """Two relations at once (heads): the first symbol by its position, the
-  second by its content; 4 classes."""
-  return Task(
-      'two_symbol', length, tasks_lib.two_symbol_vocab_size(num_filler), 4,
-      lambda key, n: tasks_lib.two_symbol_batch(key, n, length, num_filler),
-      {'num_filler': num_filler})
-
-
-def induction_task(length: int, vocab: int) -> Task:
-  """Name the token that followed the earlier occurrence of the last one."""
-  return Task(
-      'induction', length, vocab, vocab,
-      lambda key, n: tasks_lib.induction_batch(key, n, length, vocab),
-      {'vocab': vocab})
-
-
-TASKS = {'memory': memory_task, 'two_symbol': two_symbol_task,
-         'induction': induction_task}
-
-
-def make_task(name: str, length: int, **params) -> Task:
-  return TASKS[name](length, **params)
-
-
 def adam(learning_rate: float, b1: float = 0.9, b2: float = 0.999,
          eps: float = 1e-8) -> optax.GradientTransformation:
   """Adam as `optax.adam` computes it, with the bias corrections applied as
@@ -137,6 +91,27 @@ def cross_entropy(logits_BxC, labels_B):
   return loss.mean(), accuracy.mean()
 
 
+def train_step(graphdef, tx, task: tasks_lib.Task, batch_size: int, carry,
+               step_index, *, data_key):
+  """One optimiser step of one seed on `batch_size` fresh strings drawn
+  from (data_key, step_index): carry (params, opt_state, diverged) ->
+  (carry, (loss, accuracy)). A plain function of its inputs, as `lax.scan`
+  wants it; the ensemble vmaps it over seeds."""
+  params, opt_state, diverged = carry
+  tokens_BxL, labels_B = task.sample(
+      tasks_lib.train_key(data_key, step_index), batch_size)
+
+  def loss_fn(params):
+    logits, _ = nnx.merge(graphdef, params)(tokens_BxL, weights=False)
+    return cross_entropy(logits, labels_B)
+
+  (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+  updates, opt_state = tx.update(grads, opt_state, params)
+  params = optax.apply_updates(params, updates)
+  diverged = diverged | ~jnp.isfinite(loss)
+  return (params, opt_state, diverged), (loss, acc)
+
+
 class Ensemble:
   """Compiled programs for one group: init, train a chunk, evaluate.
 
@@ -144,7 +119,8 @@ class Ensemble:
   graph once; the hot loop runs plain `jax.jit` over the stacked state.
   """
 
-  def __init__(self, model_fn: Callable[[nnx.Rngs], nnx.Module], task: Task,
+  def __init__(self, model_fn: Callable[[nnx.Rngs], nnx.Module],
+               task: tasks_lib.Task,
                *, num_seeds: int, seed: int, batch_size: int,
                learning_rate: float, mesh: jax.sharding.Mesh | None = None,
                probe: Callable | None = None, probe_examples: int = 512,
@@ -186,21 +162,8 @@ class Ensemble:
 
   def _train_chunk(self, state, data_keys_S, start_step, num_steps):
     def one_seed(seed_state, data_key):
-      def step(carry, step_index):
-        params, opt_state, diverged = carry
-        tokens_BxL, labels_B = self.task.sample(
-            tasks_lib.train_key(data_key, step_index), self.batch_size)
-
-        def loss_fn(params):
-          logits, _ = self.model(params)(tokens_BxL, weights=False)
-          return cross_entropy(logits, labels_B)
-
-        (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        updates, opt_state = self.tx.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
-        diverged = diverged | ~jnp.isfinite(loss)
-        return (params, opt_state, diverged), (loss, acc)
-
+      step = functools.partial(train_step, self.graphdef, self.tx, self.task,
+                               self.batch_size, data_key=data_key)
       carry = (seed_state['params'], seed_state['opt_state'],
                seed_state['diverged'])
       steps_T = start_step + jnp.arange(num_steps)
@@ -338,6 +301,21 @@ class Ensemble:
     """Drops the padding seeds from a seed-stacked pytree (on the host)."""
     return jax.tree.map(lambda x: x[:self.num_seeds],
                         distributed.to_host(tree))
+
+
+def build(recipe: dict, **kwargs) -> Ensemble:
+  """The ensemble a recipe describes (a group's, as groups.json keeps it:
+  model, model_kwargs, task, num_seeds, seed, batch_size, learning_rate).
+  The runner trains from it and `analysis.load_seed` rebuilds from it;
+  `kwargs` are the ensemble's own (probe, mesh, ...)."""
+  task = dict(recipe['task'])
+  task = tasks_lib.make_task(task.pop('name'), task.pop('length'), **task)
+  return Ensemble(
+      lambda rngs: models_lib.make_model(recipe['model'],
+                                         **recipe['model_kwargs'], rngs=rngs),
+      task, num_seeds=recipe['num_seeds'], seed=recipe['seed'],
+      batch_size=recipe['batch_size'],
+      learning_rate=recipe['learning_rate'], **kwargs)
 
 
 EVAL_CHUNK = 256  # test strings per forward pass in `evaluate`

@@ -64,7 +64,7 @@ def test_rows_label_the_classes_by_their_first_symbol():
   tokens, labels = tasks.memory_batch(jax.random.key(0), 256, 10, 8)
   final = probes.searchlight(LooksAtFirstOnlyForA(), tokens, labels)
   final = jax.tree.map(lambda x: np.stack([np.asarray(x)] * 2), final)
-  group = attention.sweep.group('attention', 10)
+  group = attention.experiment.group('attention', 10)
   rows = attention.rows_for(group, final, steps=5, wall_s=1.0)
   mass = {(r['seed'], r['first_symbol']): float(r['pos0_mass']) for r in rows}
   assert mass[0, 'A'] == pytest.approx(1.0) and mass[1, 'A'] == pytest.approx(

@@ -1,0 +1,336 @@
+"""The runner every experiment shares: an experiment says what it measures,
+the runner does the rest.
+
+An experiment (`experiments/<name>.py`) is a module that supplies
+
+  DEFAULTS, QUICK     its Config and the CPU-fast variant (--quick)
+  FIELDS, accepts     the config fields it reads; the models it takes
+  SECTION, FIGURE     where it stands in REPORT.md, and its figure's file
+  COLUMNS             results.csv's columns
+  groups(config)      the groups to train (`group(...)`, below)
+  rows(group, final, config, timing)   results.csv rows of a measured group
+  summarize(config, rows)              aggregates and claims: summary.json
+  figure(config, summary, rows, extra, folder, writer)   its figures
+      (extra: what `keep` kept per group name, or a cells experiment's
+      context)
+
+and, where it needs them,
+
+  measure(group, ensemble, params, config)  per-seed measurements of a
+      trained group (default: loss and accuracy on fresh test strings);
+      'accuracy' (per seed, or per seed and class) is its test accuracy
+  on_chunk(group, config, step, probe, writer)  after every chunk, with the
+      probe's per-seed values; returns {tag: per-seed values} to log
+  final_scalars(group, config, final)  {tag: per-seed values} to log at the
+      end ({tag: (step, values)} for another step)
+  keep(group, ensemble, params, config)  what `figure` needs of a group,
+      taken from its final checkpoint when it finished in an earlier run
+  line(group, final, config, timing)    its progress line
+  print_table(config, summary)          the table printed at the end
+  TABLES              more CSV files {name: columns}; `rows` then returns
+                      {file name: rows}, results.csv written last
+  ONE_LENGTH, estimate_bytes
+
+or, for a measurement that trains nothing (cost, throughput), `cells(config)`
+and `measure_cell(cell, config, context)` in place of groups, measure and
+rows, with `context(config)` made once before the cells and `after(config,
+rows, context, progress)` once after them (`after_work(config)`: its share
+of the ETA); `summarize` may ask for `context` by name.
+
+The runner, in one place and in this order: skips what is finished (a group
+whose rows are in results.csv is never redone), builds each ensemble from
+the group's recipe (the one `analysis.load_seed` rebuilds from), trains
+(`sweep.Sweep`: checkpoints, TensorBoard, curves.csv), measures and times,
+drops the padding seeds, logs per-seed values and seed means, closes the
+group's TensorBoard metrics before its rows (a group with rows is never
+redone, so its metrics must be there first), writes the rows, shows
+progress, then summarizes, publishes (summary.json, the figures, the config
+in TensorBoard), and prints the table and the claims.
+"""
+
+import dataclasses
+import inspect
+import time
+from typing import Callable
+
+import numpy as np
+
+from src import checkpoint as checkpoint_lib
+from src import models as models_lib
+from src import record
+from src import sweep
+from src import train as train_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+  """One group: a model on a task at a length; all its seeds train in one
+  program.
+
+  name: its TensorBoard run and checkpoint folder (`lstm_L050`).
+  hparams: its HParams session.
+  task, task_params: `tasks.make_task(task, length, **task_params)`.
+  key: the results.csv columns that identify its rows.
+  budgets: the steps after which it is measured (each a row set; empty:
+    once, after `config.steps`).
+  probe, probe_examples: measured inside the compiled program at the end of
+    every chunk (`train.Ensemble`), handed to the experiment's `on_chunk`.
+  work: the relative cost of one step, for the ETA.
+  """
+  name: str
+  model: str
+  length: int
+  hparams: dict
+  task: str = 'memory'
+  task_params: dict = dataclasses.field(default_factory=dict)
+  key: dict = dataclasses.field(default_factory=dict)
+  budgets: tuple[int, ...] = ()
+  probe: Callable | None = None
+  probe_examples: int = 512
+  work: float = 1.0
+
+  def model_kwargs(self) -> dict:
+    """Heads and layers set per group (in its hparams) override the
+    config's."""
+    return {k: self.hparams[k] for k in ('num_heads', 'num_layers')
+            if k in self.hparams}
+
+
+def group(model: str, length: int, *, name: str | None = None,
+          task: str = 'memory', task_params: dict | None = None,
+          key: dict | None = None, budgets=(), probe=None,
+          probe_examples: int = 512, work_scale: float = 1.0,
+          **extra) -> Group:
+  """The group of `model` at `length`: its HParams from the registry (and
+  `extra`, which may set num_heads and num_layers); its rows found by model
+  and length (and `extra`) unless `key` says otherwise."""
+  hparams = hparams_for(model, length, **extra)
+  return Group(
+      name or f'{model}_L{length:03d}', model, length, hparams, task,
+      dict(task_params or {}),
+      dict(key if key is not None else dict(model=model, length=length,
+                                            **extra)),
+      tuple(sorted(budgets)), probe, probe_examples,
+      work_scale * models_lib.get(model).step_work(length))
+
+
+def hparams_for(model: str, length: int, **extra) -> dict:
+  spec = models_lib.get(model)
+  return {'model': model, 'family': spec.family.name,
+          'architecture': spec.architecture,
+          'initialisation': spec.init_name, 'length': length, **extra}
+
+
+def recipe(group: Group, config) -> dict:
+  """All it takes to build a group's ensemble again: kept in the run's
+  groups.json, read back by `train.build` here and in `analysis`."""
+  from src import tasks as tasks_lib
+  task = tasks_lib.make_task(group.task, group.length, **group.task_params)
+  overrides = group.model_kwargs()
+  return {'model': group.model,
+          'model_kwargs': dict(
+              vocab_size=task.vocab_size, length=task.length,
+              d_model=config.d_model, num_classes=task.num_classes,
+              num_heads=overrides.get('num_heads', config.num_heads),
+              num_layers=overrides.get('num_layers', config.num_layers)),
+          'task': {'name': task.name, 'length': task.length, **task.params},
+          'num_seeds': config.seeds, 'seed': config.seed,
+          'batch_size': config.batch_size,
+          'learning_rate': config.learning_rate}
+
+
+def build(group: Group, config, **kwargs) -> train_lib.Ensemble:
+  """The ensemble of one group, its recipe attached."""
+  r = recipe(group, config)
+  ensemble = train_lib.build(r, probe=group.probe,
+                             probe_examples=group.probe_examples, **kwargs)
+  ensemble.recipe = r
+  return ensemble
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+  """What a trained group cost, and its state, for its rows."""
+  steps: int  # the budget it was measured after
+  wall_s: float  # training (this process) and measuring
+  compile_s: float
+  num_params: int
+  diverged: np.ndarray  # per seed: a non-finite loss at some step
+
+
+# -- the runner -------------------------------------------------------------------
+
+def run(module, config, run_dir, *, stop=None) -> dict:
+  """Runs experiment `module` into `run_dir`; returns its summary."""
+  if hasattr(module, 'cells'):
+    return _run_cells(module, config, run_dir, stop)
+  tables = {name: record.ResultsCsv(run_dir.path / name, columns)
+            for name, columns in getattr(module, 'TABLES', {}).items()}
+  results = record.ResultsCsv(run_dir.path / 'results.csv', module.COLUMNS)
+  groups = module.groups(config)
+  steps = max(max(g.budgets or (config.steps,)) for g in groups)
+  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop, steps=steps,
+                        step_work={g.name: g.work for g in groups})
+  kept = {}
+  for g in groups:
+    ensemble, params = None, None
+    budgets = g.budgets or (config.steps,)
+    for budget in budgets:
+      if results.has(**g.key, **({'steps': budget} if g.budgets else {})):
+        sweeper.skip(g, budget)
+        continue
+      ensemble = ensemble or build(g, config)
+      params = _train_and_record(module, config, g, ensemble, budget,
+                                 sweeper, results, tables)
+    if hasattr(module, 'keep'):
+      ensemble = ensemble or build(g, config)
+      if params is None:
+        params = _restore_params(ensemble, run_dir.checkpoint_dir / g.name)
+      if params is not None:
+        kept[g.name] = module.keep(g, ensemble, params, config)
+  return finish(module, config, run_dir, results.rows, kept=kept,
+                tables={k: t.rows for k, t in tables.items()},
+                curves=sweeper.curves.rows)
+
+
+def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
+                      tables):
+  """Trains `g` to `budget`, measures it, logs and writes its rows; returns
+  its final parameters."""
+  num_seeds = ensemble.num_seeds
+  on_chunk = getattr(module, 'on_chunk', None)
+
+  def log_chunk(step, metrics, writer, seed_writers):
+    if on_chunk is None:
+      return
+    probe = (ensemble.unpad(metrics['probe']) if 'probe' in metrics
+             else None)
+    _log_per_seed(writer, seed_writers,
+                  on_chunk(g, config, step, probe, writer), step)
+
+  trained = sweeper.train(g, ensemble, steps=budget, on_chunk=log_chunk)
+  params = trained.state['params']
+  start = time.perf_counter()
+  final = (module.measure(g, ensemble, params, config)
+           if hasattr(module, 'measure') else
+           ensemble.evaluate(params, num_examples=config.eval_examples))
+  timing = Timing(budget, trained.wall_s + time.perf_counter() - start,
+                  ensemble.compile_s, ensemble.num_params,
+                  ensemble.unpad(trained.state['diverged']))
+  if hasattr(module, 'final_scalars'):
+    for tag, values in module.final_scalars(g, config, final).items():
+      step, values = values if isinstance(values, tuple) else (budget,
+                                                               values)
+      _log_per_seed(trained.writer, trained.seed_writers, {tag: values},
+                    step)
+  # The TensorBoard metrics first: a group with rows is never redone.
+  accuracy = np.asarray(final['accuracy'], float)
+  trained.close(budget, accuracy.reshape(num_seeds, -1).mean(axis=1))
+  rows = module.rows(g, final, config, timing)
+  if isinstance(rows, dict):
+    for name, table in tables.items():
+      # Rows a killed run wrote before this group's results: not twice.
+      table.drop(lambda r: all(r[k] == str(v) for k, v in g.key.items()))
+      table.append(rows.get(name, []))
+    rows = rows['results.csv']
+  results.append(rows)
+  if hasattr(module, 'line'):
+    sweeper.progress.say(module.line(g, final, config, timing))
+  return params
+
+
+def _log_per_seed(writer, seed_writers, values: dict | None, step) -> None:
+  """Each tag's per-seed values in the seed runs, their mean in the group's
+  (nothing on other processes)."""
+  if writer is None or not values:
+    return
+  for tag, v in values.items():
+    v = np.asarray(v, float)
+    writer.add_scalar(tag, float(v.mean()), step)
+    for s, w in enumerate(seed_writers[:len(v)]):
+      w.add_scalar(tag, float(v[s]), step)
+
+
+def _restore_params(ensemble, folder):
+  """The final parameters of a group finished in an earlier run, from its
+  checkpoint (None when there is none)."""
+  checkpoints = checkpoint_lib.GroupCheckpoints(folder)
+  try:
+    _, state = train_lib.restore(ensemble, checkpoints)
+  finally:
+    checkpoints.close()
+  return None if state is None else state['params']
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+  """One measurement of a cells experiment: its results.csv rows are found
+  by `key`; `work` weighs the ETA."""
+  name: str
+  key: dict
+  work: float = 1.0
+  args: dict = dataclasses.field(default_factory=dict)
+
+
+def _run_cells(module, config, run_dir, stop) -> dict:
+  results = record.ResultsCsv(run_dir.path / 'results.csv', module.COLUMNS)
+  context = module.context(config) if hasattr(module, 'context') else {}
+  cells = module.cells(config)
+  after_work = (module.after_work(config) if hasattr(module, 'after_work')
+                else 0)
+  progress = record.Progress(sum(c.work for c in cells) + after_work)
+  for cell in cells:
+    if stop is not None and stop.requested:
+      raise checkpoint_lib.Preempted(stop.signum, cell.name)
+    if not results.has(**cell.key):
+      rows = module.measure_cell(cell, config, context)
+      results.append(rows)
+      if hasattr(module, 'line'):
+        progress.say(module.line(cell, rows))
+    progress.update(cell.work, cell.name)
+  if hasattr(module, 'after'):
+    context = {**context, **module.after(config, results.rows, context,
+                                         progress)}
+  return finish(module, config, run_dir, results.rows, context=context)
+
+
+def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
+  """Summary (with the training time the rows record), summary.json, the
+  figures and the config in TensorBoard, the table and the claims."""
+  summarize = module.summarize
+  wanted = inspect.signature(summarize).parameters
+  summary = summarize(config, rows, **{k: v for k, v in available.items()
+                                       if k in wanted})
+  if 'wall_s' in module.COLUMNS and not hasattr(module, 'cells'):
+    summary.update(training_time(module, config, rows))
+  extra = available.get('kept', available.get('context', {}))
+  record.publish(run_dir, config, summary, lambda writer: module.figure(
+      config, summary, rows, extra, run_dir.path, writer))
+  if hasattr(module, 'print_table'):
+    module.print_table(config, summary)
+  print_claims(summary)
+  return summary
+
+
+def training_time(module, config, rows) -> dict:
+  """The groups' wall time (training and measuring, in the process that did
+  it) and compile time, from their rows: one value per group's row set."""
+  walls = {}
+  for g in module.groups(config):
+    for r in rows:
+      if all(r[k] == str(v) for k, v in g.key.items()):
+        key = (g.name, r.get('steps'))
+        walls[key] = (float(r['wall_s']), float(r.get('compile_s') or 0.0))
+  wall = sum(w for w, _ in walls.values())
+  out = {'wall_s': wall}
+  if 'compile_s' in module.COLUMNS:
+    compile_s = sum(c for _, c in walls.values())
+    out.update(compile_s=compile_s,
+               compile_share=compile_s / wall if wall else None)
+  return out
+
+
+def print_claims(summary: dict) -> None:
+  for c in summary.get('claims', []):
+    where = f' (L={c["length"]})' if 'length' in c else ''
+    print(f'- {c["verdict"].upper()}{where}: {c["claim"]} ({c["measured"]})')

@@ -1,0 +1,288 @@
+"""Launching a run: every check before anything is written, then the
+backend, the compilation cache, the memory check, signals, the run folder,
+and a peer process's failure. `run.py` defines the flags and calls these.
+
+`Flags` is what this module needs of the command line: the run flags'
+values, which ones were given, and the config field flags as text.
+"""
+
+import dataclasses
+import os
+import sys
+
+from src import config as config_lib
+from src import models as models_lib
+from src import provenance
+from src import rundir
+from src import storage
+
+MAX_AUTO_CPU_DEVICES = 8  # past this, padding seeds outweigh the idle cores
+# The run flags (run.py defines them); every other flag is a config field.
+RUN_FLAGS = ('exp', 'workdir', 'checkpoint_dir', 'compilation_cache_dir',
+             'coordinator_address', 'num_processes', 'process_id',
+             'distributed', 'cpu_devices', 'quick', 'overwrite')
+
+
+@dataclasses.dataclass
+class Flags:
+  values: dict  # every flag's value, run flags and field flags (text)
+  present: set  # the flags given (command line or flagfile)
+  fields: dict  # the config field flags given, as text
+  sources: dict  # where each given flag came from: 'flag', 'flagfile PATH'
+  flagfiles: dict  # each flagfile's text
+
+  def __getattr__(self, name):
+    try:
+      return self.values[name]
+    except KeyError:
+      raise AttributeError(name) from None
+
+
+@dataclasses.dataclass
+class Plan:
+  """A run, checked from end to end; nothing written, no backend started."""
+  experiment: object
+  config: config_lib.Config
+  parts: dict  # --exp=all: each part's config, as its own process parses it
+  workdir: object
+  checkpoint_dir: object
+  num_cpu_devices: int | None
+
+
+def fail(message: str) -> None:
+  sys.stderr.write(f'error: {message}\n')
+  sys.exit(2)
+
+
+def defaults(module, quick: bool) -> config_lib.Config:
+  return dataclasses.replace(module.QUICK if quick else module.DEFAULTS,
+                             quick=quick)
+
+
+def parse_for(module, raw: dict, quick: bool) -> config_lib.Config:
+  """`module`'s config with the field flags it reads from `raw`."""
+  return config_lib.parse(
+      defaults(module, quick), {k: v for k, v in raw.items()
+                                if k in module.FIELDS},
+      models=models_lib.names(module.accepts),
+      one_length=getattr(module, 'ONE_LENGTH', False))
+
+
+def resolve(flags: Flags, experiments, argv, *,
+            check_paths: bool = True) -> Plan:
+  """Every check before anything is written; raises ConfigError."""
+  if len(argv) > 1:
+    raise config_lib.ConfigError(
+        f'unexpected arguments {argv[1:]}; flags look like --name=value')
+  if flags.exp not in experiments.EXPERIMENTS:
+    raise config_lib.ConfigError(
+        f'--exp: unknown experiment {flags.exp!r}; expected one of '
+        f'{", ".join(experiments.EXPERIMENTS)}')
+  experiment = experiments.load(flags.exp)
+  reads = experiments.fields(flags.exp)
+  for name in flags.fields:
+    if name not in reads:
+      raise config_lib.ConfigError(
+          f'--{name}: --exp={flags.exp} does not read it (it reads '
+          f'--{", --".join(reads)})')
+  config = config_lib.parse(
+      defaults(experiment, flags.quick), flags.fields,
+      models=models_lib.names(experiment.accepts),
+      one_length=getattr(experiment, 'ONE_LENGTH', False))
+  parts = {part: parse_for(experiments.load(part), flags.fields, flags.quick)
+           for part in getattr(experiment, 'PARTS', ())}
+  workdir = storage.path(flags.workdir or f'runs/{flags.exp}')
+  checkpoint_dir = storage.path(flags.checkpoint_dir or
+                                f'checkpoints/{flags.exp}')
+  if check_paths:
+    rundir.check(workdir, checkpoint_dir, config, flags.overwrite)
+    if flags.compilation_cache_dir:
+      rundir.check_writable('compilation_cache_dir',
+                            storage.path(flags.compilation_cache_dir))
+  check_distributed_flags(flags)
+  return Plan(experiment, config, parts, workdir, checkpoint_dir,
+              cpu_devices(flags))
+
+
+def check_distributed_flags(flags: Flags) -> None:
+  names = ('coordinator_address', 'num_processes', 'process_id')
+  given = [name in flags.present for name in names]
+  if any(given) and not all(given):
+    raise config_lib.ConfigError(
+        '--coordinator_address, --num_processes and --process_id: give all '
+        'three (or --distributed on Cloud TPU), or none')
+  if all(given):
+    if flags.distributed:
+      raise config_lib.ConfigError(
+          '--distributed: use it alone, or the three coordinator flags')
+    if flags.num_processes < 1 or not (0 <= flags.process_id
+                                       < flags.num_processes):
+      raise config_lib.ConfigError(
+          f'--process_id: expected 0..{flags.num_processes - 1} with '
+          f'--num_processes={flags.num_processes} >= 1, got '
+          f'{flags.process_id}')
+
+
+def cpu_devices(flags: Flags) -> int | None:
+  """JAX devices to make of the host CPU: each runs its share of the seeds
+  on its own core. (Only the CPU backend; a TPU or GPU host's accelerators
+  are the devices there.) None: $JAX_NUM_CPU_DEVICES decides (JAX reads it).
+  """
+  if flags.cpu_devices is not None:
+    if flags.cpu_devices < 1:
+      raise config_lib.ConfigError(
+          f'--cpu_devices: expected an integer >= 1, got {flags.cpu_devices}')
+    return flags.cpu_devices
+  if os.environ.get('JAX_NUM_CPU_DEVICES'):
+    return None
+  cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') \
+      else os.cpu_count()
+  return max(1, min(cores or 1, MAX_AUTO_CPU_DEVICES))
+
+
+def print_config(plan: Plan, flags: Flags, experiments) -> None:
+  """Each experiment's fields: value, and default, quick, flag or flagfile."""
+  print(f'--exp={flags.exp}: workdir {plan.workdir}, checkpoints '
+        f'{plan.checkpoint_dir}')
+  for name, config in (plan.parts or {flags.exp: plan.config}).items():
+    module = experiments.load(name)
+    rows = [['quick', str(config.quick), flags.sources.get('quick',
+                                                           'default')]]
+    for field in module.FIELDS:
+      value = getattr(config, field)
+      text = ','.join(map(str, value)) if isinstance(value, tuple) else str(
+          value)
+      if field in flags.fields:
+        origin = flags.sources.get(field, 'flag')
+      elif config.quick and getattr(module.QUICK, field) != getattr(
+          module.DEFAULTS, field):
+        origin = 'quick'
+      else:
+        origin = 'default'
+      rows.append([field, text, origin])
+    print(f'\n--exp={name} (experiments/{name}.py: DEFAULTS, QUICK)')
+    width = max(len(r[1]) for r in rows)
+    for field, text, origin in rows:
+      print(f'  {field:<17s} {text:<{width}s}  {origin}')
+    unread = [f for f in experiments.fields('all') if f not in module.FIELDS]
+    if unread and not plan.parts:
+      print(f'  not read by --exp={name} (refused if given): '
+            f'{", ".join(unread)}')
+
+
+def check_only(plan: Plan, flags: Flags) -> None:
+  """--only_check_args: the memory check too, where this process alone can
+  judge it; exits 0 or 2."""
+  try:
+    if not plan.parts and not (flags.distributed
+                               or flags.coordinator_address):
+      import jax  # the memory check asks the backend
+      if plan.num_cpu_devices is not None:
+        jax.config.update('jax_num_cpu_devices', plan.num_cpu_devices)
+      config_lib.check_memory(plan.config, getattr(
+          plan.experiment, 'estimate_bytes', config_lib.estimate_bytes))
+  except config_lib.ConfigError as e:
+    fail(str(e))
+  print(f'--exp={flags.exp}: the flags are valid; nothing was written')
+  sys.exit(0)
+
+
+def run_provenance(flags: Flags, devices=None, process_count=None) -> dict:
+  return provenance.collect(
+      flags={name: flags.values[name]
+             for name in RUN_FLAGS + config_lib.flag_fields()},
+      flag_sources=flags.sources, flagfiles=flags.flagfiles, devices=devices,
+      process_count=process_count)
+
+
+def run(plan: Plan, flags: Flags) -> None:
+  """Starts the backend (and jax.distributed) and runs the experiment: its
+  own `run` (--exp=all, whose parts run as processes of their own), else
+  the shared runner."""
+  if hasattr(plan.experiment, 'run'):
+    return run_parent(plan, flags)
+  import jax
+  from src import checkpoint as checkpoint_lib
+  from src import distributed
+  from src import experiment
+  if plan.num_cpu_devices is not None:
+    jax.config.update('jax_num_cpu_devices', plan.num_cpu_devices)
+  distributed.initialize(coordinator_address=flags.coordinator_address,
+                         num_processes=flags.num_processes,
+                         process_id=flags.process_id, auto=flags.distributed)
+  if flags.compilation_cache_dir:
+    jax.config.update('jax_compilation_cache_dir', os.fspath(
+        storage.absolute(flags.compilation_cache_dir)))
+    jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.2)
+  try:
+    config_lib.check_memory(plan.config, getattr(
+        plan.experiment, 'estimate_bytes', config_lib.estimate_bytes))
+  except config_lib.ConfigError as e:
+    fail(str(e))
+  devices = jax.devices()
+  if distributed.is_writer():
+    print(f'searchlight --exp={plan.config.exp}: {len(devices)} '
+          f'{devices[0].platform} device(s) in {jax.process_count()} '
+          f'process(es), workdir {plan.workdir}, checkpoints '
+          f'{plan.checkpoint_dir}', flush=True)
+  stop = checkpoint_lib.StopRequest()
+  stop.install()
+  extra = {'provenance': run_provenance(flags, devices, jax.process_count())}
+  try:
+    with rundir.RunDir(plan.workdir, plan.checkpoint_dir,
+                       is_writer=distributed.is_writer()).open(
+                           plan.config, overwrite=flags.overwrite,
+                           extra=extra) as run_dir:
+      distributed.sync('run_dir_open')  # process 0 has cleared or locked it
+      experiment.run(plan.experiment, plan.config, run_dir, stop=stop)
+  except config_lib.ConfigError as e:
+    fail(str(e))
+  except checkpoint_lib.Preempted as e:
+    preempted(e)
+  except Exception as e:  # pylint: disable=broad-except
+    if jax.process_count() == 1:
+      raise
+    # A peer died mid-collective: say so and leave at once (the orderly
+    # shutdown would wait for the dead peer's heartbeat).
+    sys.stderr.write(f'error: process {jax.process_index()}: a peer process '
+                     f'failed ({str(e).splitlines()[0][:200]}); checkpoints up '
+                     'to the last one are kept: rerun on every worker to '
+                     'resume\n')
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def run_parent(plan: Plan, flags: Flags) -> None:
+  """An experiment made of parts (--exp=all): this process never starts a
+  JAX backend (nor jax.distributed), so each part, its own process, finds
+  the accelerator free and starts its own."""
+  from src import checkpoint as checkpoint_lib  # imports jax; starts nothing
+  from src import distributed
+  writer = distributed.process_index_without_backend(
+      process_id=flags.process_id, auto=flags.distributed) == 0
+  if writer:
+    print(f'searchlight --exp={plan.config.exp}: {len(plan.parts)} parts, '
+          'each its own process and backend; workdir '
+          f'{plan.workdir}, checkpoints {plan.checkpoint_dir}', flush=True)
+  stop = checkpoint_lib.StopRequest()
+  stop.install()
+  try:
+    with rundir.RunDir(plan.workdir, plan.checkpoint_dir,
+                       is_writer=writer).open(
+                           plan.config, overwrite=flags.overwrite,
+                           extra={'provenance': run_provenance(flags)}
+                       ) as run_dir:
+      plan.experiment.run(plan.config, run_dir, stop=stop, flags=flags)
+  except config_lib.ConfigError as e:
+    fail(str(e))
+  except checkpoint_lib.Preempted as e:
+    preempted(e)
+  except RuntimeError as e:  # a part failed; its own output says why
+    sys.stderr.write(f'error: {e}\n')
+    sys.exit(1)
+
+
+def preempted(e) -> None:
+  print(f'\nStopped by signal {e.signum} at {e.where}; the state is saved. '
+        'Run the same command again to resume.', flush=True)
+  sys.exit(128 + e.signum)
