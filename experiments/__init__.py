@@ -1,5 +1,6 @@
-"""One module per `--exp`: each has DEFAULTS (a Config), FIELDS (the config
-fields it reads) and run(config, run_dir).
+"""One module per `--exp`: what it measures, for the shared runner
+(`src/experiment.py` lists what a module supplies). A new experiment is one
+file here and its name in EXPERIMENTS.
 
 Imported lazily by name, so `run.py --help` and flag checks stay fast.
 """
@@ -13,9 +14,21 @@ EXPERIMENTS = ('distance', 'gating', 'attention', 'gradient', 'cost', 'heads',
                'induction', 'budget', 'throughput', 'all')
 
 
+_REGISTERED = {}  # experiments registered at run time (tests, notebooks)
+
+
+def register(name: str, module) -> None:
+  """An experiment defined elsewhere than this folder (a test's)."""
+  global EXPERIMENTS
+  _REGISTERED[name] = module
+  EXPERIMENTS = tuple(dict.fromkeys(EXPERIMENTS + (name,)))
+
+
 def load(name: str):
   if name not in EXPERIMENTS:
     raise KeyError(name)
+  if name in _REGISTERED:
+    return _REGISTERED[name]
   return importlib.import_module(f'experiments.{name}')
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from src import models, train
+from src import models, tasks, train
 from src.models import linear
 
 NAMES = ('linear_attention', 'lru', 'mamba')
@@ -66,8 +66,9 @@ def test_parallel_form_equals_step_by_step_scan(name, num_layers):
                              atol=ATOL)
   assert every.shape == (4, length, 2)
   np.testing.assert_allclose(every, recurrent_every, rtol=RTOL, atol=ATOL)
-  # The classifier reads the last position of the same computation.
-  np.testing.assert_array_equal(every[:, -1], logits)
+  # The classifier reads the last position of the same computation (up to
+  # float rounding: XLA may pick another dot kernel for one position).
+  np.testing.assert_allclose(every[:, -1], logits, rtol=1e-6, atol=1e-6)
 
 
 def test_lru_states_equal_step_by_step_scan():
@@ -262,7 +263,7 @@ def test_registry_entries_and_no_loop_over_positions(name):
 @pytest.mark.parametrize('name', NAMES)
 def test_learns_the_memory_task(name):
   length = 10
-  task = train.memory_task(length, 8)
+  task = tasks.memory_task(length, 8)
   model_fn = functools.partial(models.make_model, name,
                                vocab_size=task.vocab_size, length=length,
                                d_model=32, num_classes=2)

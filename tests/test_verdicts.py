@@ -391,7 +391,7 @@ def induction_summary(acc, models=('attention', 'lstm')):
           for (m, d), f in acc.items() for s in range(SEEDS)]
   config = dataclasses.replace(induction.DEFAULTS, models=models,
                                depths=(1, 2), seeds=SEEDS)
-  return induction.summarize(config, rows, [])
+  return induction.summarize(config, rows, {'heads.csv': []})
 
 
 @pytest.mark.parametrize('one,two,verdict', [
