@@ -138,7 +138,7 @@ class CausalLinearAttention(attention_lib.CausalSelfAttention):
     the chunks before it the running sums S = sum phi(k) v^T and z = sum
     phi(k), prefix sums over chunks (no loop). FLOPs ~ L (C + K) D."""
     B, L, D = x_BxLxD.shape
-    C = LINEAR_ATTENTION_CHUNK
+    C = min(LINEAR_ATTENTION_CHUNK, L)  # no padding of a short string to C
     M = -(-L // C)
     phi_q_BxLxHxK, phi_k_BxLxHxK, v_BxLxHxK = self._features(x_BxLxD)
     # Zero padding at the end: a padded key adds nothing to any sum, and a
