@@ -7,6 +7,7 @@ difference is one step's cost, and the total is rebuilt as the rest plus L
 steps (forward and backward loops alike).
 """
 
+import math
 import statistics
 import time
 
@@ -44,7 +45,10 @@ def programs(model: str, *, length: int, batch_size: int, d_model: int,
                                           length, num_filler)
 
   def logits_fn(params, tokens):
-    logits, _ = nnx.merge(graphdef, params)(tokens, per_position=per_position)
+    # As the trainer calls it: no attention weights, so a model with a
+    # cheaper form for training (linear attention's chunks) uses it.
+    logits, _ = nnx.merge(graphdef, params)(tokens, per_position=per_position,
+                                            weights=False)
     return logits
 
   def loss_fn(params, tokens, labels):
@@ -120,16 +124,55 @@ def matmul_flops_per_s(n: int = 1024, budget_s: float = 1.0) -> float:
 _CALLED = ('jaxpr', 'call_jaxpr', 'fun_jaxpr')
 
 
+# Primitives that combine n values into one (or n running values): a tree of
+# ceil(log2 n) steps. Their reduced size is read from their parameters.
+_REDUCTIONS = ('reduce_sum', 'reduce_max', 'reduce_min', 'reduce_prod',
+               'reduce_and', 'reduce_or', 'reduce_xor', 'argmax', 'argmin',
+               'reduce')
+_CUMULATIVE = ('cumsum', 'cumprod', 'cumlogsumexp', 'cummax', 'cummin')
+
+
 def sequential_depth(fn, *args) -> int:
-  """The longest chain of dependent operations in `fn`'s program: every
-  primitive counts one step, a call counts its body's chain, a `lax.scan`
-  its body's chain times its trip count, a `cond` its longest branch. The
-  number of steps that must wait for one another, whatever the hardware's
-  width: constant in L for attention, L times a step for a recurrence,
-  about log L for an associative scan."""
+  """The longest chain of dependent steps in `fn`'s program, the depth of
+  the work-depth model: the number of steps that must wait for one another,
+  whatever the hardware's width.
+
+  The convention: an elementwise operation (and any data movement) is one
+  step; a reduction of n values into one (`reduce_sum`, `reduce_max`,
+  `argmax`, ...), a running reduction over an axis of n (`cumsum`,
+  `cummax`, ...) and a `dot_general` or convolution whose contraction has n
+  terms are ceil(log2 n) steps (at least 1), a balanced tree; a call counts
+  its body's chain, a `lax.scan` its body's chain times its trip count, a
+  `cond` its longest branch. Then attention's depth grows like log L (its
+  sums over keys), a recurrence's like L, an associative scan's like log L
+  times its levels' work, a scan over chunks like L / C.
+  """
   closed = jax.make_jaxpr(fn)(*args)
   return max(_depths(closed.jaxpr, [0] * len(closed.jaxpr.invars)),
              default=0)
+
+
+def _log2_steps(n) -> int:
+  return max(1, math.ceil(math.log2(max(int(n), 1))))
+
+
+def _step_depth(eqn) -> int:
+  """Steps of one primitive that calls nothing, by the convention above."""
+  name, params = eqn.primitive.name, eqn.params
+  shape = lambda i: eqn.invars[i].aval.shape
+  if name in _REDUCTIONS:
+    return _log2_steps(math.prod(shape(0)[a] for a in params['axes']))
+  if name in _CUMULATIVE:
+    return _log2_steps(shape(0)[params['axis']])
+  if name == 'dot_general':
+    (contracting, _), _ = params['dimension_numbers']
+    return _log2_steps(math.prod(shape(0)[a] for a in contracting))
+  if name == 'conv_general_dilated':
+    # Each output sums input features (of its group) times the window.
+    rhs = shape(1)
+    spec = params['dimension_numbers'].rhs_spec  # (out, in, *spatial)
+    return _log2_steps(math.prod(rhs[d] for d in spec[1:]))
+  return 1
 
 
 def _depths(jaxpr, in_depths) -> list[int]:
@@ -161,7 +204,7 @@ def _depths(jaxpr, in_depths) -> list[int]:
         outs = [start + max(_depths(sub, [0] * len(sub.invars)),
                             default=0)] * len(eqn.outvars)
     else:
-      outs = [start + 1] * len(eqn.outvars)
+      outs = [start + _step_depth(eqn)] * len(eqn.outvars)
     for v, d in zip(eqn.outvars, outs):
       env[v] = d
   return [read(v) for v in jaxpr.outvars]

@@ -3,10 +3,13 @@
 import dataclasses
 import json
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from experiments import cost
-from src import costs, train
+from src import costs, stats, train
 from tests.helpers import assert_figure, run_ok, run_py
 
 CONFIG = dataclasses.replace(cost.DEFAULTS, batch_size=1)
@@ -50,12 +53,21 @@ def test_end_to_end(tmp_path):
   depth = {(r['model'], r['pass'], int(r['length'])): int(r['depth'])
            for r in rows}
   for p in cost.PASSES:
-    # Counted from the program: attention's chain does not grow with L; the
-    # LSTM's grows by a fixed number of operations per position.
-    assert depth['attention', p, 64] == depth['attention', p, 1024]
+    # Counted from the program: attention's chain grows by the same few
+    # steps per doubling of L (its sums over keys: log2 L each); the LSTM's
+    # by a fixed number of operations per position (and a few log2 L).
+    quadrupling = [depth['attention', p, 256] - depth['attention', p, 64],
+                   depth['attention', p, 1024] - depth['attention', p, 256]]
+    # (Within a step: ceil(log2 n) of sizes that are not all powers of two.)
+    assert 0 < quadrupling[0] < 20 and abs(quadrupling[1] - quadrupling[0]) <= 1
     per_position = ((depth['lstm', p, 1024] - depth['lstm', p, 256]) / 768)
-    assert per_position == (depth['lstm', p, 256] - depth['lstm', p, 64]) / 192
+    assert per_position == pytest.approx(
+        (depth['lstm', p, 256] - depth['lstm', p, 64]) / 192, rel=0.01)
     assert per_position >= 1
+    assert summary['models']['attention'][p]['depth_growth']['shape'] == \
+        'logarithmic'
+  held = {c['claim'][:40]: c['verdict'] for c in summary['claims']}
+  assert held['Attention is one matrix product over all'] == stats.HELD, held
   assert summary['models']['lstm']['train']['depth_growth']['shape'] == \
       'linear'
   assert summary['models']['attention']['train']['flops_exponent'] > 1.5
@@ -94,3 +106,41 @@ def test_throughput_end_to_end(tmp_path):
         float(r['flops_per_s']) / summary['matmul_flops_per_s'])
   assert set(summary['ensemble_speedup_by_model']) == {'attention', 'rnn'}
   assert_figure(tmp_path / 'run/throughput.png')
+
+
+# -- the work-depth convention, on programs of known depth -------------------------
+
+@pytest.mark.parametrize('n,steps', [(1, 1), (2, 1), (8, 3), (1000, 10),
+                                     (1024, 10)])
+def test_depth_of_a_sum_is_log2_n(n, steps):
+  x = jnp.ones(n)
+  assert costs.sequential_depth(jnp.sum, x) == steps
+  assert costs.sequential_depth(jnp.max, x) == steps
+  assert costs.sequential_depth(jnp.argmax, x) == steps
+  assert costs.sequential_depth(jnp.cumsum, x) == steps
+
+
+def test_depth_of_a_matmul_is_log2_of_its_contraction():
+  a, b = jnp.ones((4, 64)), jnp.ones((64, 3))
+  assert costs.sequential_depth(lambda a, b: a @ b, a, b) == 6
+  # An elementwise step after it adds one.
+  assert costs.sequential_depth(lambda a, b: jnp.tanh(a @ b), a, b) == 7
+
+
+@pytest.mark.parametrize('n', [10, 100])
+def test_depth_of_a_scan_is_its_trip_count_times_its_body(n):
+  body = lambda c, _: (jnp.sin(c) * 2, None)  # two elementwise steps
+  fn = lambda x: jax.lax.scan(body, x, None, length=n)[0]
+  assert costs.sequential_depth(fn, jnp.ones(3)) == 2 * n
+
+
+def test_depth_of_an_associative_scan_grows_by_levels():
+  depth = [costs.sequential_depth(
+      lambda x: jax.lax.associative_scan(jnp.add, x), jnp.ones(n))
+      for n in (64, 128, 256, 512, 1024)]
+  per_doubling = np.diff(depth)
+  # O(log n): each doubling adds the same few steps (two levels of slices
+  # and an add), not twice the previous depth.
+  assert np.all(per_doubling == per_doubling[0]) and 0 < per_doubling[0] < 10
+  assert cost.depth_shape([64, 128, 256, 512, 1024], depth)['shape'] == \
+      'logarithmic'

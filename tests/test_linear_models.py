@@ -54,8 +54,9 @@ def test_parallel_form_equals_step_by_step_scan(name, num_layers):
 
   def both_forms(model, x):
     recurrent = model.hidden_states(x, recurrent=True)
-    return (model.hidden_states(x), recurrent, model.classify(x)[0],
-            model.classify(x, per_position=True)[0],
+    return (model.hidden_states(x), recurrent,
+            model.classify(x, weights=False)[0],
+            model.classify(x, per_position=True, weights=False)[0],
             model.classifier(recurrent))
 
   parallel, recurrent, logits, every, recurrent_every = jitted(
@@ -80,12 +81,27 @@ def test_lru_states_equal_step_by_step_scan():
   np.testing.assert_allclose(parallel, recurrent, rtol=RTOL, atol=ATOL)
 
 
-def test_mamba_gradients_equal_autodiff_of_the_step_by_step_scan():
-  """`selective_scan`'s own VJP (states recomputed, the gradient run
-  backwards by an associative scan) against JAX's autodiff of `lax.scan`."""
+def chunk_lengths(chunk):
+  """One length a multiple of the chunk, one not (a partial last chunk)."""
+  return (2 * chunk, 2 * chunk + chunk // 2 + 1)
+
+
+@pytest.mark.parametrize('length', chunk_lengths(linear.scan_chunk()))
+def test_mamba_chunks_equal_step_by_step_scan(length):
+  model = make('mamba', length=length, num_layers=2, seed=3)
+  x = model.embed(tokens(batch=3, length=length, seed=7))
+  chunked, recurrent = jitted(model, lambda m, x: (
+      m.hidden_states(x), m.hidden_states(x, recurrent=True)), x)
+  np.testing.assert_allclose(chunked, recurrent, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize('length', (12,) + chunk_lengths(linear.scan_chunk()))
+def test_mamba_gradients_equal_autodiff_of_the_step_by_step_scan(length):
+  """`selective_scan`'s own VJP (states recomputed chunk by chunk, the
+  gradient run backwards) against JAX's autodiff of `lax.scan`."""
   # One layer: every input of the scan already depends on the parameters.
-  model = make('mamba', seed=4)
-  x = model.embed(tokens(batch=3, length=12, seed=6))
+  model = make('mamba', length=length, seed=4)
+  x = model.embed(tokens(batch=3, length=length, seed=6))
   graphdef, params = nnx.split(model)
 
   def loss(params, recurrent):
@@ -102,8 +118,26 @@ def test_mamba_gradients_equal_autodiff_of_the_step_by_step_scan():
     # Float32 sums of L * N products, relative to the largest entry (measured
     # at most 5e-7 of it over three seeds). The embeddings and the classifier
     # are outside the loss: zero in both.
-    np.testing.assert_allclose(a[...], b, atol=1e-5 * np.abs(b).max(),
-                               err_msg=str(path))
+    np.testing.assert_allclose(a[...], b, rtol=RTOL,
+                               atol=1e-5 * np.abs(b).max(), err_msg=str(path))
+
+
+@pytest.mark.parametrize('length', chunk_lengths(
+    linear.LINEAR_ATTENTION_CHUNK) + (20,))
+def test_linear_attention_chunked_equals_quadratic_and_recurrent(length):
+  model = make('linear_attention', length=length, num_heads=2, num_layers=2,
+               seed=5)
+  x = model.embed(tokens(length=length, seed=8))
+  chunked, quadratic, recurrent = jitted(model, lambda m, x: tuple(
+      m.hidden_states(x, form=f)
+      for f in ('chunked', 'quadratic', 'recurrent')), x)
+  np.testing.assert_allclose(chunked, quadratic, rtol=RTOL, atol=ATOL)
+  np.testing.assert_allclose(chunked, recurrent, rtol=RTOL, atol=ATOL)
+  # Training (weights=False) takes the chunked form; probes get the grid.
+  (train, aux), (probe, weights) = jitted(model, lambda m, x: (
+      m.classify(x, weights=False), m.classify(x)), x)
+  assert aux == {} and weights['attention'][0].shape == (4, 2, length, length)
+  np.testing.assert_allclose(train, probe, rtol=RTOL, atol=ATOL)
 
 
 # -- parameter counts --------------------------------------------------------------
@@ -243,6 +277,19 @@ def test_mamba_initialisation_is_the_reference_codes():
 
 # -- the registry ------------------------------------------------------------------
 
+def scan_lengths(jaxpr):
+  """The trip count of every `scan` in a jaxpr, called ones included."""
+  lengths = []
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name == 'scan':
+      lengths.append(eqn.params['length'])
+    for value in eqn.params.values():
+      sub = getattr(value, 'jaxpr', value)
+      if hasattr(sub, 'eqns'):
+        lengths += scan_lengths(sub)
+  return lengths
+
+
 @pytest.mark.parametrize('name', NAMES)
 def test_registry_entries_and_no_loop_over_positions(name):
   spec = models.get(name)
@@ -251,10 +298,16 @@ def test_registry_entries_and_no_loop_over_positions(name):
   assert spec.layered and not spec.loops_over_positions
   assert spec.architecture == name
   assert spec.activations(200, 32, 1, 2) > spec.activations(200, 32, 1, 1) > 0
-  # No `scan` or `while` in the forward pass: the parallel forms only.
-  model = make(name, num_layers=2)
-  jaxpr = str(jax.make_jaxpr(lambda t: model(t, weights=False)[0])(tokens()))
-  assert not re.search(r'\b(scan|while)\[', jaxpr), jaxpr
+  # No loop over positions in the forward pass: no `while`, and a `scan`
+  # only over Mamba's chunks or within one (never L steps long).
+  length = 3 * linear.scan_chunk() + 1
+  model = make(name, length=length, num_layers=2)
+  jaxpr = jax.make_jaxpr(lambda t: model(t, weights=False)[0])(
+      tokens(length=length)).jaxpr
+  assert not re.search(r'\bwhile\[', str(jaxpr)), jaxpr
+  scans = scan_lengths(jaxpr)
+  assert all(n <= linear.scan_chunk() for n in scans), scans
+  assert bool(scans) == (name == 'mamba')
 
 
 # -- learning ----------------------------------------------------------------------

@@ -229,9 +229,11 @@ register(ModelSpec(
 # the CPU (d_model 32, L 50 and 200, one and two layers): within ~15%.
 
 def _linear_attention_activations(L, D, H, layers):
-  # Every layer's projections, features, norms and residual stream, and its
-  # whole L x L grid per head (similarities, weights, their gradients).
-  return layers * (12 * L * D + 4 * H * L * L)
+  # Training takes the chunked form: every layer's projections, features,
+  # norms and residual stream, its C x C grids per head and chunk, and each
+  # chunk's running sums (H K x K per chunk).
+  C = linear_lib.LINEAR_ATTENTION_CHUNK
+  return layers * (12 * L * D + 4 * H * L * C + 2 * L * D * D // (H * C))
 
 
 def _lru_activations(L, D, H, layers):
@@ -241,11 +243,11 @@ def _lru_activations(L, D, H, layers):
 
 
 def _mamba_activations(L, D, H, layers):
-  # The (L, E*D, N) states dominate: `selective_scan` recomputes them in the
-  # backward pass instead of keeping them, but a layer's scans still hold a
-  # few at a time.
-  return (L * linear_lib.MAMBA_EXPAND * D * linear_lib.MAMBA_STATE
-          * (3 + 4 * layers))
+  # Per layer: the (L, E*D) projections, convolution, Delta and gate, and the
+  # (E*D, N) state entering each chunk, all `selective_scan` keeps of its
+  # states (it recomputes a chunk's in the backward pass).
+  I, N = linear_lib.MAMBA_EXPAND * D, linear_lib.MAMBA_STATE
+  return layers * (12 * L * I + (L // linear_lib.scan_chunk() + 1) * I * N)
 
 
 register(ModelSpec(
@@ -254,7 +256,8 @@ register(ModelSpec(
          'LayerNorm 1 and 0), as attention; feature map elu + 1 '
          '(Katharopoulos et al. 2020)',
     color='#9467bd', architecture='linear_attention',
-    form='its parallel form: L x L normalised feature products',
+    form='chunks of 64: C x C feature products within a chunk, running '
+    'sums between chunks (the L x L grid only when weights are asked for)',
     activations=_linear_attention_activations, has_attention=True,
     layered=True))
 register(ModelSpec(
@@ -272,5 +275,5 @@ register(ModelSpec(
          'PyTorch default U(+-1/sqrt(fan_in)), out_proj / sqrt(layers); '
          'embeddings N(0, 1)',
     color='#17becf', architecture='mamba',
-    form='an associative scan over positions',
+    form='a lax.scan over chunks of positions (16 on a CPU), each unrolled',
     activations=_mamba_activations, layered=True))
