@@ -1,10 +1,10 @@
 """What a program costs: FLOPs and bytes from XLA's cost analysis (with scans
 counted at their trip count), peak temporary memory, and wall time.
 
-XLA's cost analysis counts a loop body once, whatever its trip count, so a
-recurrent scan is analysed twice, one and two steps per loop iteration: the
-difference is one step's cost, and the total is rebuilt as the rest plus L
-steps (forward and backward loops alike).
+XLA's cost analysis counts a loop body once, whatever its trip count. So
+every `lax.scan` in the program (a recurrence over positions, Mamba's scan
+over chunks, their backward passes) has its body compiled and analysed
+alone, and the iterations XLA left out are added: `scan_corrections`.
 """
 
 import math
@@ -81,19 +81,67 @@ def analyse(fn, args):
 
 
 def counted(model: str, pass_name: str, **kwargs):
-  """Like `analyse`, with a recurrent scan counted `length` times."""
+  """Like `analyse`, with every scan counted at its trip count."""
   fn, args = programs(model, **kwargs)[pass_name]
   compiled, flops, bytes_, memory, compile_s = analyse(fn, args)
-  if models_lib.get(model).loops_over_positions:
-    fn2, args2 = programs(model, unroll=2, **kwargs)[pass_name]
-    _, flops2, bytes2, _, compile2 = analyse(fn2, args2)
-    steps = kwargs['length']
-    flops += (steps - 1) * (flops2 - flops)
-    bytes_ += (steps - 1) * (bytes2 - bytes_)
-    compile_s += compile2
-  return {'compiled': compiled, 'args': args, 'flops': flops,
-          'bytes': bytes_, 'memory': memory, 'compile_s': compile_s,
+  start = time.perf_counter()
+  extra_flops, extra_bytes = scan_corrections(jax.make_jaxpr(fn)(*args).jaxpr)
+  return {'compiled': compiled, 'args': args, 'flops': flops + extra_flops,
+          'bytes': bytes_ + extra_bytes, 'memory': memory,
+          'compile_s': compile_s + time.perf_counter() - start,
           'depth': sequential_depth(fn, *args)}
+
+
+def scan_corrections(jaxpr) -> tuple[float, float]:
+  """(FLOPs, bytes) that XLA's cost analysis of `jaxpr` leaves out. A scan of
+  n iterations, u of them unrolled into its loop body (all of them when
+  unroll is True), is counted for u + n mod u; each one left out costs what
+  its body costs alone (`analyse`d), and the body's own scans are corrected
+  the same way in every one of its n iterations."""
+  flops = bytes_ = 0.0
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name == 'scan':
+      body, n = eqn.params['jaxpr'], eqn.params['length']
+      unroll = eqn.params['unroll']
+      u = n if unroll is True else max(1, min(int(unroll), n))
+      inner_flops, inner_bytes = scan_corrections(body.jaxpr)
+      flops += n * inner_flops
+      bytes_ += n * inner_bytes
+      missing = n - (u + n % u)
+      if missing > 0:
+        body_flops, body_bytes = _body_cost(body)
+        flops += missing * body_flops
+        bytes_ += missing * body_bytes
+      continue
+    for sub in _sub_jaxprs(eqn):
+      inner_flops, inner_bytes = scan_corrections(sub)
+      flops += inner_flops
+      bytes_ += inner_bytes
+  return flops, bytes_
+
+
+def _sub_jaxprs(eqn):
+  """The jaxprs a primitive calls (a jit, a custom derivative, a cond's
+  branches: counted as XLA counts them, every branch)."""
+  from jax.extend import core as jax_core
+  for sub in jax_core.jaxprs_in_params(eqn.params):
+    yield getattr(sub, 'jaxpr', sub)
+
+
+_BODY_COSTS = {}  # a scan body's text (shapes included) -> its cost
+
+
+def _body_cost(closed) -> tuple[float, float]:
+  """XLA's FLOPs and bytes of one iteration of a scan body, alone; a body
+  seen before (the same chunk at another length) is not compiled again."""
+  from jax.extend import core as jax_core
+  key = str(closed)
+  if key not in _BODY_COSTS:
+    shapes = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype)
+              for v in closed.jaxpr.invars]
+    _, flops, bytes_, _, _ = analyse(jax_core.jaxpr_as_fun(closed), shapes)
+    _BODY_COSTS[key] = (flops, bytes_)
+  return _BODY_COSTS[key]
 
 
 def median_seconds(fn, args, *, budget_s: float = 0.5, min_runs: int = 3,
