@@ -61,7 +61,13 @@ def scalars(logdir, tag):
       str(logdir), size_guidance={event_accumulator.SCALARS: 0,
                                   event_accumulator.IMAGES: 0})
   acc.Reload()
-  return acc, [(e.step, e.value) for e in acc.Scalars(tag)] if tag else []
+  if not tag:
+    return acc, []
+  if tag in acc.Tags()['tensors']:  # scalars written as tensors (TF2's way)
+    from tensorboard.util import tensor_util
+    return acc, [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+                 for e in acc.Tensors(tag)]
+  return acc, [(e.step, e.value) for e in acc.Scalars(tag)]
 
 
 def png_pixels(path):
