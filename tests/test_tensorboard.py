@@ -5,6 +5,7 @@ API, as the dashboards ask for it (a server on 127.0.0.1, stopped at the
 end)."""
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -22,6 +23,9 @@ FLAGS = ['--models=attention', '--lengths=3,6', '--seeds=2', '--steps=20',
          '--chunk_steps=10', '--checkpoint_every=20', '--batch_size=16',
          '--eval_examples=64']
 GROUPS = ('attention_L003', 'attention_L006')
+# The overview's runs, a run per line: each length, each seed, the model.
+OVERVIEW = ('summary/L003', 'summary/L006', 'summary/seed_0',
+            'summary/seed_1', 'summary/attention')
 
 
 def _free_port() -> int:
@@ -56,8 +60,7 @@ def server(tmp_path_factory):
     while True:  # until the loader has read every run's tags
       try:
         tags = get('/data/plugin/scalars/tags')
-        if all(g in tags for g in GROUPS) and len(tags.get('summary', {})) \
-            >= 2 * (2 + 2 + 2) + 2:
+        if all(r in tags for r in GROUPS + OVERVIEW):
           break
       except OSError:
         pass
@@ -71,7 +74,7 @@ def server(tmp_path_factory):
 
 def test_custom_scalars_layout(server):
   """The finding first, then each model's lengths, its solved fraction, each
-  group's seeds; every chart's regex draws tags of the summary run."""
+  group's seeds; each chart draws a line per run under summary/."""
   get, _ = server
   layout = get('/data/plugin/custom_scalars/layout')
   charts = {c['title']: [ch['title'] for ch in c['chart']]
@@ -86,20 +89,23 @@ def test_custom_scalars_layout(server):
   for category in layout['category']:
     for chart in category['chart']:
       regex, = chart['multiline']['tag']
-      data = get('/data/plugin/custom_scalars/scalars', run='summary',
-                 tag=regex)
-      assert data['regex_valid'], regex
-      drawn[chart['title']] = data['tag_to_events']
+      lines = {}
+      for run in ('summary',) + OVERVIEW + GROUPS:  # as if all ticked
+        data = get('/data/plugin/custom_scalars/scalars', run=run, tag=regex)
+        assert data['regex_valid'], regex
+        for events in data['tag_to_events'].values():
+          lines[run] = [e[1] for e in events]
+      drawn[chart['title']] = lines
   # attention: one line per length, one point per chunk.
-  lines = drawn['attention: test accuracy']
-  assert sorted(lines) == [f'overview/accuracy/{g}' for g in GROUPS]
-  assert all([e[1] for e in v] == [10, 20] for v in lines.values())
-  seeds = drawn['attention_L006: test accuracy of each seed']
-  assert sorted(seeds) == [f'overview/seeds/attention_L006/seed_{s}'
-                           for s in (0, 1)]
+  assert drawn['attention: test accuracy'] == {
+      'summary/L003': [10, 20], 'summary/L006': [10, 20]}
+  assert drawn['attention: solved fraction'] == {
+      'summary/L003': [10, 20], 'summary/L006': [10, 20]}
+  assert drawn['attention_L006: test accuracy of each seed'] == {
+      'summary/seed_0': [10, 20], 'summary/seed_1': [10, 20]}
   # The finding: x is the length.
-  final, = drawn['final test accuracy (seed mean) against L'].values()
-  assert [e[1] for e in final] == [3, 6]
+  assert drawn['final test accuracy (seed mean) against L'] == {
+      'summary/attention': [3, 6]}
 
 
 def test_every_tag_described(server):
@@ -108,7 +114,7 @@ def test_every_tag_described(server):
   get, _ = server
   tags = get('/data/plugin/scalars/tags')
   runs = [*GROUPS, *(f'{g}/seed_{s}' for g in GROUPS for s in (0, 1)),
-          'summary']
+          *OVERVIEW]
   assert set(runs) <= set(tags)
   for run in runs:
     for tag, info in tags[run].items():
@@ -134,14 +140,15 @@ def test_solved_fraction_every_chunk(server):
     assert [p[1] for p in points] == [10, 20]
     solved = [int(r['solved']) for r in rows if r['length'] == str(length)]
     assert points[-1][2] == pytest.approx(sum(solved) / len(solved))
-    overview = get('/data/plugin/scalars/scalars', run='summary',
-                   tag=f'overview/solved/{g}')
+    overview = get('/data/plugin/scalars/scalars', run=f'summary/L00{length}',
+                   tag='overview/solved/attention')
     assert [p[1:] for p in overview] == [p[1:] for p in points]
 
 
 def test_config_text_has_the_fields_read(server):
+  """The config text lists the fields the experiment reads, no others."""
   get, _ = server
-  text, = get('/data/plugin/text/text', run='summary', tag='config')
-  fields = [line.split('|')[1].strip()
-            for line in text['text'].split('\n')[2:] if line.startswith('|')]
-  assert fields and set(fields) == {'exp', 'quick', *distance.FIELDS}
+  text, = get('/data/plugin/text/text', run='summary',
+              tag='config/text_summary')
+  fields = re.findall(r'<tr>\n<td>(\w+)</td>\n<td><code>', text['text'])
+  assert set(fields) == {'exp', 'quick', *distance.FIELDS}
