@@ -226,6 +226,20 @@ class Sweep:
       record.write_custom_scalars(
           writer, overview_layout(self.groups, self.final_by_length))
       writer.close()
+      # A chart colours a run by its place in TensorBoard's run list (by
+      # first event, 7 colours in turn): the overview's runs start here,
+      # one after another, so the lines of a chart differ in colour.
+      for run in self._overview_runs():
+        record.tb_writer(run_dir.path / 'tb' / 'summary' / run,
+                         filename_suffix='.start').close()
+
+  def _overview_runs(self) -> list[str]:
+    """The runs `_overview` writes to: a length's, a seed's, a model's."""
+    lengths = sorted({g.length for g in self.groups})
+    seeds = range(max(self.config.seeds, 1))
+    series = list(dict.fromkeys(series_of(g) for g in self.groups))
+    return ([f'L{L:03d}' for L in lengths] + [f'seed_{s}' for s in seeds]
+            + (series if self.final_by_length else []))
 
   def _count(self, group, upto: int, text: str) -> None:
     done = self._counted.get(group.name, 0)

@@ -59,6 +59,7 @@ def scalars(logdir, tag):
   from tensorboard.backend.event_processing import event_accumulator
   acc = event_accumulator.EventAccumulator(
       str(logdir), size_guidance={event_accumulator.SCALARS: 0,
+                                  event_accumulator.TENSORS: 0,
                                   event_accumulator.IMAGES: 0})
   acc.Reload()
   if not tag:
