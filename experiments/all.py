@@ -193,7 +193,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   if run_dir.is_writer:
     (run_dir.path / 'REPORT.md').write_text(report)
   record.publish(run_dir, config, summary,
-                 lambda writer: writer.add_text('report', report, 0))
+                 lambda writer: writer.add_text('report', report, 0),
+                 fields=experiments.fields('all'))
   print('\n' + record.table([[c['experiment'], c['verdict'],
                               c['claim'][:70]] for c in claims],
                             ['experiment', 'verdict', 'claim']))

@@ -70,6 +70,19 @@ def groups(config: Config) -> list:
                            probe_examples=PROBE_EXAMPLES)
           for m in config.models for L in config.lengths]
 
+# TensorBoard's descriptions of the tags on_chunk and final_scalars log.
+TAGS = {
+    r'pos0_mass/.*': ('position-0 mass', "The last query's mean attention "
+                      'weight on position 0 (the first symbol), heads averaged, '
+                      'on the probe strings whose first symbol is the class in '
+                      'the tag; every chunk.'),
+    r'entropy/.*': ('attention entropy', "The mean entropy of the last query's "
+                    'attention weights on the probe strings of the class in '
+                    'the tag; every chunk.'),
+    r'test/pos0_mass/.*': ('final position-0 mass', 'pos0_mass after training, '
+                           'on the final test strings of the class in the tag.'),
+}
+
 
 def on_chunk(group, config, step, probe, writer):
   """The heat map's new row (kept beside the events, so a resumed run

@@ -99,10 +99,17 @@ def plot(config, summary, path, writer=None):
   for i, model in enumerate(config.models):
     color = models_lib.get(model).color
     g = {x['length']: x for x in summary['groups'] if x['model'] == model}
-    ax.plot(lengths, [g[L]['mean_accuracy'] for L in lengths], '-',
-            color=color, lw=2, label=model, zorder=2)
+    offset = 0.025 * (i - (n - 1) / 2)
+    # Where means coincide (1.0 at every length), each model still shows:
+    # its own marker at its own offset, and lines drawn widest first.
+    x = record.offset_x(lengths, offset)
+    ax.plot(x, [g[L]['mean_accuracy'] for L in lengths],
+            color=color, lw=1.5 + 2.5 * (n - 1 - i) / max(n - 1, 1),
+            ls=record.LINE_STYLES[i % len(record.LINE_STYLES)],
+            marker=record.MARKERS[i % len(record.MARKERS)], ms=7,
+            mec='white', mew=0.8, label=model, zorder=2 + 0.1 * i)
     record.seed_dots(ax, lengths, [g[L]['accuracy_per_seed'] for L in lengths],
-                     color, offset=0.025 * (i - (n - 1) / 2))
+                     color, offset=offset)
   ax.axhline(0.5, color='k', ls=':', lw=1, label='chance')
   ax.set_xscale('log')
   ax.set_xticks(lengths)
@@ -112,9 +119,9 @@ def plot(config, summary, path, writer=None):
   ax.set_xlabel('sequence length L (distance from the first symbol to the '
                 'query = L - 1)')
   ax.set_ylabel('test accuracy (fresh strings)')
-  ax.set_title(f'Memory task: the mean (line) and each of {config.seeds} '
-               f'seeds (dots); {config.steps} steps x {config.batch_size} '
-               'strings', fontsize=9)
+  ax.set_title(f'Memory task: the mean (line, a marker per model) and each '
+               f'of {config.seeds} seeds (dots); {config.steps} steps x '
+               f'{config.batch_size} strings', fontsize=9)
   ax.legend(loc='lower left', fontsize=8)
   ax.grid(alpha=0.3)
   record.save_figure(fig, path, writer, 'figures/distance')

@@ -63,6 +63,23 @@ def groups(config: Config) -> list:
                            probe=probes.margin_sensitivity, probe_examples=64)
           for m in config.models for L in config.lengths]
 
+# TensorBoard's descriptions of the tags on_chunk logs.
+TAGS = {
+    r'bridge/sensitivity': ('sensitivity', '||d(logit_A - logit_B) / d e_0||, '
+                            'the margin\'s gradient with respect to the input '
+                            'vector at position 0, mean over the probe '
+                            'strings; every chunk.'),
+    r'bridge/relative_sensitivity': ('relative sensitivity', 'sensitivity '
+                                     'over the same norm at the last filler '
+                                     'position L-2: free of the model\'s '
+                                     'scales, above 1 when position 0 reaches '
+                                     'the output more strongly; every '
+                                     'chunk.'),
+    r'bridge/pos0_mass': ('position-0 mass', "The last query's attention "
+                          'weight on position 0 (attention models); every '
+                          'chunk.'),
+}
+
 
 def on_chunk(group, config, step, probe, writer):
   return {f'bridge/{key}': probe[key] for key in (

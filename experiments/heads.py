@@ -97,6 +97,17 @@ def groups(config: Config) -> list:
           for m in config.models for h in config.heads
           for L in config.lengths]
 
+# TensorBoard's descriptions of the tags on_chunk logs.
+TAGS = {
+    r'mass_first/head\d+': ('weight on the first symbol', "The head's "
+                            "last-query attention weight on the first symbol, "
+                            'mean over the probe strings; every chunk.'),
+    r'mass_second/head\d+': ('weight on the second symbol', "The head's "
+                             "last-query attention weight on the second "
+                             'symbol, mean over the probe strings; every '
+                             'chunk.'),
+}
+
 
 def on_chunk(group, config, step, probe, writer):
   """Each head's weight on the two targets; seed 0's maps as images."""

@@ -105,6 +105,18 @@ def groups(config: Config) -> list:
 def probe_for(model: str):
   return head_scores if models_lib.get(model).has_attention else accuracy_only
 
+# TensorBoard's descriptions of the tags on_chunk logs.
+TAGS = {
+    r'prev_token/layer\d+_head\d+': ('previous-token score', "The head's mean "
+                                     'attention weight from each position to '
+                                     'the one before it, on the probe '
+                                     'strings; every chunk.'),
+    r'induction/layer\d+_head\d+': ('induction score', "The last query's "
+                                    'weight on the token after the earlier '
+                                    'copy of the trigger, on the probe '
+                                    'strings; every chunk.'),
+}
+
 
 def on_chunk(group, config, step, probe, writer):
   if not models_lib.get(group.model).has_attention:

@@ -29,6 +29,8 @@ and, where it needs them,
   print_table(config, summary)          the table printed at the end
   TABLES              more CSV files {name: columns}; `rows` then returns
                       {file name: rows}, results.csv written last
+  TAGS                {tag regex: (display name, description)} of the
+                      TensorBoard scalars on_chunk and final_scalars log
   ONE_LENGTH, estimate_bytes
 
 or, for a measurement that trains nothing (cost, throughput), `cells(config)`
@@ -169,8 +171,12 @@ def run(module, config, run_dir, *, stop=None) -> dict:
   results = record.ResultsCsv(run_dir.path / 'results.csv', module.COLUMNS)
   groups = module.groups(config)
   steps = max(max(g.budgets or (config.steps,)) for g in groups)
-  sweeper = sweep.Sweep(run_dir, config, groups, stop=stop, steps=steps,
-                        step_work={g.name: g.work for g in groups})
+  sweeper = sweep.Sweep(
+      run_dir, config, groups, stop=stop, steps=steps,
+      step_work={g.name: g.work for g in groups},
+      final_examples=(None if hasattr(module, 'measure')
+                      else config.eval_examples),
+      tags=getattr(module, 'TAGS', None))
   kept = {}
   for g in groups:
     ensemble, params = None, None
@@ -305,7 +311,8 @@ def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
     summary.update(training_time(module, config, rows))
   extra = available.get('kept', available.get('context', {}))
   record.publish(run_dir, config, summary, lambda writer: module.figure(
-      config, summary, rows, extra, run_dir.path, writer))
+      config, summary, rows, extra, run_dir.path, writer),
+                 fields=module.FIELDS)
   if hasattr(module, 'print_table'):
     module.print_table(config, summary)
   print_claims(summary)

@@ -110,15 +110,42 @@ def _cell(x) -> str:
 
 # -- TensorBoard ----------------------------------------------------------------
 
-def tb_writer(logdir, *, purge_step: int | None = None):
-  """A tensorboardX writer; `purge_step` hides events a resumed run redoes."""
+def tb_writer(logdir, *, purge_step: int | None = None, describe=None,
+              filename_suffix: str = ''):
+  """A tensorboardX writer; `purge_step` hides events a resumed run redoes.
+  `describe(tag)` -> (display name, description): given, each tag's first
+  point in this writer carries them (TensorBoard keeps a tag's first
+  metadata; writing it at every step would only grow the files)."""
   from tensorboardX import SummaryWriter
   from tensorboardX import record_writer
+  from tensorboardX.proto import summary_pb2
+  from tensorboardX.proto import tensor_pb2
+  from tensorboardX.proto import tensor_shape_pb2
   # Event files in a bucket through epath, like every other file of the run
   # (tensorboardX's own gs:// writer would need google-cloud-storage apart).
   record_writer.register_writer_factory('gs', _BucketEventFiles())
-  return SummaryWriter(os.fspath(logdir), purge_step=purge_step or None,
-                       flush_secs=10)
+  writer = SummaryWriter(os.fspath(logdir), purge_step=purge_step or None,
+                         flush_secs=10, filename_suffix=filename_suffix)
+  if describe is not None:
+    described = set()
+
+    def add_scalar(tag, value, step=None, walltime=None):
+      # A tensor, as TF2 writes scalars: TensorBoard's fast loader reads a
+      # display name and description only from those, not simple_value.
+      v = summary_pb2.Summary.Value(tag=tag, tensor=tensor_pb2.TensorProto(
+          dtype='DT_FLOAT', float_val=[float(value)],
+          tensor_shape=tensor_shape_pb2.TensorShapeProto()))
+      if tag not in described:
+        described.add(tag)
+        display, description = describe(tag)
+        v.metadata.CopyFrom(summary_pb2.SummaryMetadata(
+            display_name=display, summary_description=description,
+            plugin_data=summary_pb2.SummaryMetadata.PluginData(
+                plugin_name='scalars')))
+      writer.file_writer.add_summary(summary_pb2.Summary(value=[v]), step,
+                                     walltime)
+    writer.add_scalar = add_scalar
+  return writer
 
 
 class _BucketEventFile:
@@ -156,43 +183,97 @@ def _tensorboard_summary(pb):
   return summary_pb2.Summary.FromString(pb.SerializeToString())
 
 
-def write_hparams_experiment(logdir, sessions: list[dict],
-                             metrics) -> None:
+def hparam_value(value):
+  """An hparam as TensorBoard shows it: an integer as a string, since the
+  HParams table prints every number to 5 digits (length 10 as "10.000")."""
+  if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    return str(int(value))
+  return value
+
+
+def write_hparams_experiment(writer, sessions: list[dict],
+                             metrics: dict) -> None:
   """One HParams experiment for the whole run: every hparam the sessions
-  use, a categorical one (strings, or numbers such as lengths) with the
-  discrete domain of the values the run has, and the metrics."""
+  use, each with the discrete domain of the values the run has (integers in
+  numeric order, as strings), and the metrics {tag: (display name,
+  description)}."""
+  from google.protobuf import struct_pb2
+  from tensorboard.plugins.hparams import api_pb2
+  from tensorboard.plugins.hparams import metadata
+  from tensorboard.plugins.hparams import plugin_data_pb2
   from tensorboard.plugins.hparams import summary_v2 as hp
   domains = {}
   for session in sessions:
     for name, value in session.items():
       domains.setdefault(name, set()).add(value)
   hparams = []
-  for name, values in domains.items():
+  for name, values in sorted(domains.items()):
     values = sorted(values, key=lambda v: (isinstance(v, str), v))
-    hparams.append(hp.HParam(name, hp.Discrete(values)))
-  pb = hp.hparams_config_pb(hparams=hparams,
-                            metrics=[hp.Metric(m) for m in metrics])
-  writer = tb_writer(logdir)
-  writer.file_writer.add_summary(_tensorboard_summary(pb))
-  writer.close()
+    values = [hparam_value(v) for v in values]
+    kind = {str: api_pb2.DATA_TYPE_STRING, bool: api_pb2.DATA_TYPE_BOOL}.get(
+        type(values[0]), api_pb2.DATA_TYPE_FLOAT64)
+    domain = struct_pb2.ListValue()
+    domain.extend(values)
+    hparams.append(api_pb2.HParamInfo(name=name, type=kind,
+                                      domain_discrete=domain))
+  metric_infos = [api_pb2.MetricInfo(
+      name=api_pb2.MetricName(tag=tag), display_name=display,
+      description=description)
+                  for tag, (display, description) in metrics.items()]
+  experiment = api_pb2.Experiment(time_created_secs=time.time(),
+                                  hparam_infos=hparams,
+                                  metric_infos=metric_infos)
+  writer.file_writer.add_summary(_tensorboard_summary(hp._summary_pb(
+      metadata.EXPERIMENT_TAG,
+      plugin_data_pb2.HParamsPluginData(experiment=experiment))))
 
 
-def write_hparams_session(writer, hparams: dict) -> None:
-  """The group's HParams session, in its own run; its metrics are the
-  run's scalars of the experiment's metric tags."""
+def write_hparams_session(writer, hparams: dict, name: str) -> None:
+  """The group's HParams session, in its own run (its metrics are the
+  run's scalars of the experiment's metric tags); `name` is what the
+  table's Trial ID column shows."""
   from tensorboard.plugins.hparams import summary_v2 as hp
-  writer.file_writer.add_summary(_tensorboard_summary(
-      hp.hparams_pb(hparams, trial_id=storage.path(writer.logdir).name)))
+  writer.file_writer.add_summary(_tensorboard_summary(hp.hparams_pb(
+      {k: hparam_value(v) for k, v in hparams.items()}, trial_id=name)))
 
 
-def publish(run_dir, config, summary: dict, draw=None) -> None:
+def write_custom_scalars(writer, categories: list[tuple]) -> None:
+  """The CUSTOM SCALARS dashboard's layout: [(title, closed, [(chart title,
+  tag regex), ...]), ...], each chart a multi-line chart of every tag its
+  regex matches in the runs ticked."""
+  from tensorboardX.proto import layout_pb2
+  from tensorboardX.proto import summary_pb2
+  from tensorboardX.proto import tensor_pb2
+  layout = layout_pb2.Layout(category=[layout_pb2.Category(
+      title=title, closed=closed, chart=[layout_pb2.Chart(
+          title=chart, multiline=layout_pb2.MultilineChartContent(tag=[tags]))
+                                         for chart, tags in charts])
+                                        for title, closed, charts in categories])
+  writer.file_writer.add_summary(summary_pb2.Summary(value=[
+      summary_pb2.Summary.Value(
+          tag='custom_scalars__config__',  # the plugin's one tag
+          tensor=tensor_pb2.TensorProto(
+              dtype='DT_STRING', string_val=[layout.SerializeToString()]),
+          metadata=summary_pb2.SummaryMetadata(
+              plugin_data=summary_pb2.SummaryMetadata.PluginData(
+                  plugin_name='custom_scalars')))]))
+
+
+def publish(run_dir, config, summary: dict, draw=None, *,
+            fields=None) -> None:
   """summary.json, then the run-level TensorBoard run (`tb/summary`): the
-  config as text and the figures `draw(writer)` makes. Process 0 only."""
+  config as text (the `fields` the experiment reads, with `exp` and
+  `quick`; all of them if None) and the figures `draw(writer)` makes.
+  Process 0 only."""
   if not run_dir.is_writer:
     return
   write_json(run_dir.path / 'summary.json', summary)
   writer = tb_writer(run_dir.path / 'tb' / 'summary')
-  write_config_text(writer, config.to_json())
+  config_json = config.to_json()
+  if fields is not None:
+    config_json = {k: v for k, v in config_json.items()
+                   if k in ('exp', 'quick') or k in fields}
+  write_config_text(writer, config_json)
   if draw is not None:
     draw(writer)
   writer.close()
@@ -225,26 +306,50 @@ def save_figure(fig, path, writer=None, tag: str | None = None,
   pyplot().close(fig)
 
 
-def seed_dots(ax, x, values, color, *, offset: float = 0.0, log_x=True,
-              label=None):
-  """Every seed's value as a dot at `x`, shifted by `offset`, a fraction of
-  the x range (of its logarithm on a log axis), so models sit side by
-  side."""
+# Per model in a figure, so lines that coincide stay told apart.
+MARKERS = ('o', 's', 'D', '^', 'v', 'P', 'X', '*')
+LINE_STYLES = ('-', '--', '-.', (0, (1, 1)), (0, (5, 1, 1, 1, 1, 1)))
+
+
+def offset_x(x, offset: float = 0.0, log_x=True) -> np.ndarray:
+  """`x` shifted by `offset`, a fraction of the x range (of its logarithm on
+  a log axis), so models sit side by side."""
   x = np.asarray(x, float)
   if log_x:
-    shift = x * max(x.max() / x.min(), 2.0) ** offset
-  else:
-    shift = x + offset * max(x.max() - x.min(), 1.0)
-  for xi, v in zip(shift, values):
+    return x * max(x.max() / x.min(), 2.0) ** offset
+  return x + offset * max(x.max() - x.min(), 1.0)
+
+
+def seed_dots(ax, x, values, color, *, offset: float = 0.0, log_x=True,
+              label=None):
+  """Every seed's value as a dot at `x`, shifted by `offset` (`offset_x`)."""
+  for xi, v in zip(offset_x(x, offset, log_x), values):
     v = np.asarray(v, float)
     ax.scatter(np.full(v.shape, xi), v, s=12, color=color, alpha=0.55,
                edgecolors='none', zorder=3, label=label)
     label = None
 
 
+# TensorBoard's image card shows a picture about 350 px wide: the logged
+# copy is redrawn at that width, its text kept in points so it stays
+# readable (a 7.5-inch figure scaled down to the card would not be).
+CARD_INCHES, CARD_DPI = 4.6, 80
+
+
 def figure_array(fig) -> np.ndarray:
+  """The figure as TensorBoard shows it: redrawn CARD_INCHES wide (taller
+  figures in proportion), long titles wrapped. Call after saving the PNG."""
+  import textwrap
+  width, height = fig.get_size_inches()
+  if width > CARD_INCHES:
+    fig.set_size_inches(CARD_INCHES, height * max(CARD_INCHES / width, 0.75))
+    for ax in fig.axes:
+      if ax.get_title():
+        ax.set_title(textwrap.fill(ax.get_title(), 64),
+                     fontsize=ax.title.get_fontsize())
+      ax.set_xlabel(textwrap.fill(ax.get_xlabel(), 56))
   buffer = io.BytesIO()
-  fig.savefig(buffer, format='png', dpi=80, bbox_inches='tight')
+  fig.savefig(buffer, format='png', dpi=CARD_DPI, bbox_inches='tight')
   buffer.seek(0)
   return (pyplot().imread(buffer)[..., :3] * 255).astype(np.uint8)
 

@@ -4,15 +4,23 @@ calls `Sweep.train` for every group it does not skip.
 
 TensorBoard layout, one run per group and one per seed under it:
   tb/<group>/            seed-mean train/loss, train/accuracy (every step),
-                         test/accuracy (every chunk, then the final test),
-                         test/solved_fraction; the group's HParams session
+                         test/accuracy and test/solved_fraction (every
+                         chunk, then the final test); the group's HParams
+                         session
   tb/<group>/seed_<s>/   the same curves for seed s alone
-  tb/summary/            the run's HParams experiment (discrete domains for
-                         every categorical hparam), config text, figures
+  tb/summary/            the run's HParams experiment, the CUSTOM SCALARS
+                         layout, config text, figures
+  tb/summary/<line>/     the overview/ tags CUSTOM SCALARS draws, a run per
+                         line (a chart colours its lines by run): L010,
+                         seed_3, <model>; written as each group closes.
+                         The run filter `summary` ticks them all
+Every scalar tag carries a display name and a description (`describe`).
 """
 
 import dataclasses
+import functools
 import os
+import re
 import signal
 import time
 from typing import Callable
@@ -30,6 +38,108 @@ CURVE_COLUMNS = ['group', 'model', 'length', 'seed', 'step', 'train_loss',
                  'train_accuracy', 'test_accuracy']
 # The HParams metrics of every training group (seed means at the end).
 HPARAM_METRICS = ('test/accuracy', 'test/solved_fraction')
+OVERVIEW = 'overview'  # the prefix of the tags CUSTOM SCALARS draws
+
+
+def describe(config, *, final_examples: int | None = None,
+             extra: dict | None = None):
+  """tag -> (display name, description) for every scalar a training run
+  writes: the shared curves, the overview, then `extra` ({tag regex: (display
+  name, description)}, an experiment's own tags); any other tag gets a
+  generic line. `final_examples`: the final test's strings (None: the
+  experiment's own measurement)."""
+  batch, chunk = config.batch_size, config.chunk_steps
+  curve = train_lib.CURVE_EXAMPLES
+  final = (f'the final test on {final_examples:,} fresh strings'
+           if final_examples else "the experiment's final test")
+  solved = (f'a seed solves when its test accuracy is >= {stats.SOLVED} '
+            f'(on the chunk\'s {curve} strings; at the last point, {final})')
+  step = (f'A step is one Adam update on {batch} fresh training strings; '
+          f'a chunk is {chunk} steps.')
+  who = 'In a group run, the mean over its seeds; in a seed run, that seed.'
+  test = (f'Accuracy on fresh test strings: {curve} new strings at the end '
+          f'of every chunk (drawn inside the compiled program), and at the '
+          f'last step {final}, the value in results.csv.')
+  fixed = {
+      'train/loss': ('train loss', f'Cross-entropy of the answer on the '
+                     f'step\'s {batch} training strings, every step. {who} '
+                     '(A group\'s mean leaves out a seed that diverged.) '
+                     + step),
+      'train/accuracy': ('train accuracy', f'Fraction of the step\'s {batch} '
+                         f'training strings answered right, every step. '
+                         f'{who} {step}'),
+      'test/accuracy': ('test accuracy', f'{test} {who} {step}'),
+      'test/solved_fraction': ('solved fraction', f'Fraction of the group\'s '
+                               f'{config.seeds} seeds that solve, every chunk: '
+                               f'{solved}. Group runs only. {step}'),
+  }
+  patterns = [
+      (rf'{OVERVIEW}/accuracy/(.+)', lambda m: (
+          f'{m} test accuracy', f'{m} at the length in the run name (summary/'
+          f'L...), the mean over its seeds: {test} {step}')),
+      (rf'{OVERVIEW}/solved/(.+)', lambda m: (
+          f'{m} solved fraction', f'{m} at the length in the run name: the '
+          f'fraction of its seeds that solve, every chunk; {solved}. {step}')),
+      (rf'{OVERVIEW}/seeds/(.+)', lambda g: (
+          f'{g} test accuracy per seed', f'Group {g}, the seed in the run '
+          f'name (summary/seed_...): {test} {step}')),
+      (rf'{OVERVIEW}/final_(accuracy|solved)', lambda what: (
+          'final ' + ('test accuracy' if what == 'accuracy'
+                      else 'solved fraction') + ' by length',
+          'The model in the run name (summary/...): '
+          + ('the mean final test accuracy' if what == 'accuracy'
+             else 'the fraction of seeds that solve')
+          + f' of each length\'s group ({final}; {solved}). The x axis is '
+          'the length L, not a step.')),
+  ]
+  extra = [(re.compile(k), v) for k, v in (extra or {}).items()]
+
+  def info(tag: str):
+    if tag in fixed:
+      return fixed[tag]
+    for pattern, make in patterns:
+      m = re.fullmatch(pattern, tag)
+      if m:
+        return make(*m.groups())
+    for pattern, (display, description) in extra:
+      if pattern.fullmatch(tag):
+        return display, f'{description} {who}'
+    return tag, (f'Measured by --exp={config.exp} (see its docstring). '
+                 f'{who} {step}')
+  return info
+
+
+def series_of(group) -> str:
+  """What a group is one length of: its name less the length (`lstm`)."""
+  return re.sub(r'_L\d+$', '', group.name)
+
+
+def overview_layout(groups, final_by_length: bool) -> list[tuple]:
+  """CUSTOM SCALARS: the finding first (each model's final accuracy and
+  solved fraction against L, when groups differ by length), then each
+  model's lengths over training, then each group's seeds (`Sweep._overview`
+  writes the tags, a run per line)."""
+  series = list(dict.fromkeys(series_of(g) for g in groups))
+  tag = lambda name: f'^{re.escape(OVERVIEW + "/" + name)}$'
+  categories = []
+  if final_by_length:
+    categories.append((
+        'The finding: each model at each length L (x axis: L, not steps)',
+        False, [('final test accuracy (seed mean) against L',
+                 tag('final_accuracy')),
+                ('fraction of seeds that solve (test accuracy >= '
+                 f'{stats.SOLVED}) against L', tag('final_solved'))]))
+  categories += [
+      ('Test accuracy over training: one line per length (seed mean)', False,
+       [(f'{s}: test accuracy', tag(f'accuracy/{s}')) for s in series]),
+      (f'Solved fraction over training: one line per length (seeds at test '
+       f'accuracy >= {stats.SOLVED})', False,
+       [(f'{s}: solved fraction', tag(f'solved/{s}')) for s in series]),
+      ('Every seed: one chart per group, one line per seed', False,
+       [(f'{g.name}: test accuracy of each seed', tag(f'seeds/{g.name}'))
+        for g in groups]),
+  ]
+  return categories
 
 
 @dataclasses.dataclass
@@ -42,11 +152,15 @@ class GroupRun:
   wall_s: float
   compile_s: float
   resumed_from: int
+  # overview(step, final accuracy per seed): the group's curves in the
+  # overview (None on other processes).
+  overview: Callable | None = None
 
   def close(self, step: int, test_accuracy=None) -> None:
     """Logs the final test accuracy of every seed at `step`, if given (the
-    seed runs, the group's mean and solved fraction: its HParams metrics),
-    and closes the group's writers (nothing to do on other processes)."""
+    seed runs, the group's mean and solved fraction: its HParams metrics,
+    and the overview), and closes the group's writers (nothing to do on
+    other processes)."""
     if self.writer is None:
       return
     if test_accuracy is not None:
@@ -57,9 +171,17 @@ class GroupRun:
       self.writer.add_scalar(
           'test/solved_fraction',
           stats.solved_fraction(acc)['fraction'], step)
+      if self.overview is not None:
+        self.overview(step, acc)
     for w in self.seed_writers:
       w.close()
     self.writer.close()
+
+
+def session_name(group) -> str:
+  """The group's HParams Trial ID, short enough for the table's 10em
+  column: the name without the length's leading zeros."""
+  return re.sub(r'_L0*(\d+)$', r' L\1', group.name)
 
 
 class Sweep:
@@ -70,10 +192,13 @@ class Sweep:
   """
 
   def __init__(self, run_dir, config, groups: list, *, stop,
-               steps: int | None = None, step_work: dict | None = None):
+               steps: int | None = None, step_work: dict | None = None,
+               final_examples: int | None = None, tags: dict | None = None):
     """`steps`: what every group trains to (default `config.steps`);
     `step_work`: the relative cost of one step per group name (default from
-    the registry), for the ETA."""
+    the registry), for the ETA; `final_examples`, `tags`: the final test's
+    strings and the experiment's own tags, for the tags' descriptions
+    (`describe`)."""
     self.run_dir, self.config, self.stop = run_dir, config, stop
     self.groups = list(groups)
     self.steps = steps or config.steps
@@ -85,10 +210,36 @@ class Sweep:
     self._counted = {}  # steps of each group already in the progress bar
     self.curves = record.ResultsCsv(run_dir.path / 'curves.csv',
                                     CURVE_COLUMNS)
-    if run_dir.is_writer and not (run_dir.path / 'tb' / 'summary').exists():
+    self.describe = describe(config, final_examples=final_examples,
+                             extra=tags)
+    lengths = {series_of(g): set() for g in self.groups}
+    for g in self.groups:
+      lengths[series_of(g)].add(g.length)
+    # The finding against L, where some model has several lengths.
+    self.final_by_length = any(len(v) > 1 for v in lengths.values())
+    if run_dir.is_writer:  # a rerun writes them again: the latest is shown
+      writer = record.tb_writer(run_dir.path / 'tb' / 'summary',
+                                filename_suffix='.layout')
       record.write_hparams_experiment(
-          run_dir.path / 'tb' / 'summary', [g.hparams for g in self.groups],
-          HPARAM_METRICS)
+          writer, [g.hparams for g in self.groups],
+          {m: self.describe(m) for m in HPARAM_METRICS})
+      record.write_custom_scalars(
+          writer, overview_layout(self.groups, self.final_by_length))
+      writer.close()
+      # A chart colours a run by its place in TensorBoard's run list (by
+      # first event, 7 colours in turn): the overview's runs start here,
+      # one after another, so the lines of a chart differ in colour.
+      for run in self._overview_runs():
+        record.tb_writer(run_dir.path / 'tb' / 'summary' / run,
+                         filename_suffix='.start').close()
+
+  def _overview_runs(self) -> list[str]:
+    """The runs `_overview` writes to: a length's, a seed's, a model's."""
+    lengths = sorted({g.length for g in self.groups})
+    seeds = range(max(self.config.seeds, 1))
+    series = list(dict.fromkeys(series_of(g) for g in self.groups))
+    return ([f'L{L:03d}' for L in lengths] + [f'seed_{s}' for s in seeds]
+            + (series if self.final_by_length else []))
 
   def _count(self, group, upto: int, text: str) -> None:
     done = self._counted.get(group.name, 0)
@@ -132,12 +283,14 @@ class Sweep:
       # first one, any) are hidden: TensorBoard shows each step once.
       purge = start + 1
       writer = record.tb_writer(run.path / 'tb' / group.name,
-                                purge_step=purge)
+                                purge_step=purge, describe=self.describe)
       seed_writers = [record.tb_writer(run.path / 'tb' / group.name /
-                                       f'seed_{s}', purge_step=purge)
+                                       f'seed_{s}', purge_step=purge,
+                                       describe=self.describe)
                       for s in range(num_seeds)]
       if not start:
-        record.write_hparams_session(writer, group.hparams)
+        record.write_hparams_session(writer, group.hparams,
+                                     session_name(group))
     self._count(group, start, group.name)
 
     def log_chunk(step, metrics):
@@ -161,6 +314,8 @@ class Sweep:
         # The last chunk's point is the final test (GroupRun.close).
         if test_S is not None and step < steps:
           writer.add_scalar('test/accuracy', test_S.mean(), step)
+          writer.add_scalar('test/solved_fraction',
+                            stats.solved_fraction(test_S)['fraction'], step)
           for i, w in enumerate(seed_writers):
             w.add_scalar('test/accuracy', test_S[i], step)
       self.curves.append([dict(
@@ -192,6 +347,54 @@ class Sweep:
       raise
     finally:
       checkpoints.close()
+    overview = (functools.partial(self._overview, group)
+                if writer is not None else None)
     return GroupRun(state, writer, seed_writers, num_seeds,
                     time.perf_counter() - start_time, ensemble.compile_s,
-                    start)
+                    start, overview)
+
+  def _overview(self, group, step: int, final_S: np.ndarray) -> None:
+    """The group's test curves under the summary run, for CUSTOM SCALARS:
+    each seed, the mean and the solved fraction at every chunk since the
+    last budget, from curves.csv (so a resumed group's are whole), the final
+    test at `step`; and the finding at step L. A chart colours its lines by
+    run, so each line is its own run: `summary/L010` (a length's mean and
+    solved fraction), `summary/seed_3`, `summary/<model>` (the finding).
+    Its own event files, written again (not twice) if a kill makes the
+    group close again."""
+    since = max([b for b in group.budgets if b < step], default=0)
+    curve = {}
+    for r in self.curves.rows:
+      if (r['group'] == group.name and r['test_accuracy'] != ''
+          and since < int(r['step']) < step):
+        curve.setdefault(int(r['step']), {})[int(r['seed'])] = float(
+            r['test_accuracy'])
+    points = [(s, np.array([v[i] for i in sorted(v)]))
+              for s, v in sorted(curve.items())] + [(step, final_S)]
+    summary = self.run_dir.path / 'tb' / 'summary'
+    suffix = f'.{OVERVIEW}.{group.name}.{step}'
+    for old in summary.glob(f'*/*{suffix}') if summary.exists() else []:
+      old.unlink()
+    series = series_of(group)
+    writers = {}
+
+    def write(run, tag, value, at):
+      if run not in writers:
+        writers[run] = record.tb_writer(summary / run, describe=self.describe,
+                                        filename_suffix=suffix)
+      writers[run].add_scalar(f'{OVERVIEW}/{tag}', value, at)
+
+    for s, acc_S in points:
+      write(f'L{group.length:03d}', f'accuracy/{series}', acc_S.mean(), s)
+      write(f'L{group.length:03d}', f'solved/{series}',
+            stats.solved_fraction(acc_S)['fraction'], s)
+      for i, a in enumerate(acc_S):
+        write(f'seed_{i}', f'seeds/{group.name}', a, s)
+    if self.final_by_length:
+      if len(group.budgets) > 1:
+        series += f'_{step}steps'
+      write(series, 'final_accuracy', final_S.mean(), group.length)
+      write(series, 'final_solved',
+            stats.solved_fraction(final_S)['fraction'], group.length)
+    for w in writers.values():
+      w.close()

@@ -39,6 +39,8 @@ def seed_mesh(devices=None) -> jax.sharding.Mesh:
 
 
 MIN_LOCAL_SEEDS = 2  # XLA compiles a seed axis of 1 differently: avoid it
+# Fresh test strings at the end of every chunk: the test curve, in the program.
+CURVE_EXAMPLES = 256
 
 
 def padded_seeds(num_seeds: int, num_devices: int,
@@ -124,12 +126,13 @@ class Ensemble:
                *, num_seeds: int, seed: int, batch_size: int,
                learning_rate: float, mesh: jax.sharding.Mesh | None = None,
                probe: Callable | None = None, probe_examples: int = 512,
-               curve_examples: int = 256,
+               curve_examples: int | None = None,
                min_local_seeds: int = MIN_LOCAL_SEEDS):
     self.task = task
     # Test accuracy on `curve_examples` fresh strings at the end of every
     # chunk, inside the compiled program: the test curve (0: none).
-    self.curve_examples = curve_examples
+    self.curve_examples = (CURVE_EXAMPLES if curve_examples is None
+                           else curve_examples)
     # probe(model, tokens, labels) -> pytree, measured on a fixed batch at the
     # end of every chunk, inside the compiled program.
     self.probe, self.probe_examples = probe, probe_examples

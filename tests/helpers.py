@@ -55,13 +55,23 @@ def read_csv(path):
 
 
 def scalars(logdir, tag):
-  """Events as TensorBoard itself reads them (honours purge_step)."""
+  """Events as TensorBoard itself reads them (honours purge_step): the
+  accumulator for tags and plugin content, and the tag's (step, value)s as
+  TensorBoard's server loads them (scalars written as tensors included)."""
   from tensorboard.backend.event_processing import event_accumulator
+  from tensorboard.backend.event_processing import plugin_event_accumulator
+  from tensorboard.util import tensor_util
   acc = event_accumulator.EventAccumulator(
       str(logdir), size_guidance={event_accumulator.SCALARS: 0,
                                   event_accumulator.IMAGES: 0})
   acc.Reload()
-  return acc, [(e.step, e.value) for e in acc.Scalars(tag)] if tag else []
+  if not tag:
+    return acc, []
+  served = plugin_event_accumulator.EventAccumulator(
+      str(logdir), tensor_size_guidance={'scalars': 0})
+  served.Reload()
+  return acc, [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+               for e in served.Tensors(tag)]
 
 
 def png_pixels(path):
