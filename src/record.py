@@ -126,25 +126,33 @@ def tb_writer(logdir, *, purge_step: int | None = None, describe=None,
   record_writer.register_writer_factory('gs', _BucketEventFiles())
   writer = SummaryWriter(os.fspath(logdir), purge_step=purge_step or None,
                          flush_secs=10, filename_suffix=filename_suffix)
-  if describe is not None:
-    described = set()
+  described = set()
 
-    def add_scalar(tag, value, step=None, walltime=None):
-      # A tensor, as TF2 writes scalars: TensorBoard's fast loader reads a
-      # display name and description only from those, not simple_value.
-      v = summary_pb2.Summary.Value(tag=tag, tensor=tensor_pb2.TensorProto(
-          dtype='DT_FLOAT', float_val=[float(value)],
-          tensor_shape=tensor_shape_pb2.TensorShapeProto()))
-      if tag not in described:
-        described.add(tag)
-        display, description = describe(tag)
-        v.metadata.CopyFrom(summary_pb2.SummaryMetadata(
-            display_name=display, summary_description=description,
-            plugin_data=summary_pb2.SummaryMetadata.PluginData(
-                plugin_name='scalars')))
-      writer.file_writer.add_summary(summary_pb2.Summary(value=[v]), step,
-                                     walltime)
-    writer.add_scalar = add_scalar
+  def value(tag, v):
+    # A tensor, as TF2 writes scalars: TensorBoard's fast loader reads a
+    # display name and description only from those, not simple_value.
+    out = summary_pb2.Summary.Value(tag=tag, tensor=tensor_pb2.TensorProto(
+        dtype='DT_FLOAT', float_val=[float(v)],
+        tensor_shape=tensor_shape_pb2.TensorShapeProto()))
+    if tag not in described:  # a tag's first point says what it is
+      described.add(tag)
+      display, description = describe(tag) if describe else ('', '')
+      out.metadata.CopyFrom(summary_pb2.SummaryMetadata(
+          display_name=display, summary_description=description,
+          plugin_data=summary_pb2.SummaryMetadata.PluginData(
+              plugin_name='scalars')))
+    return out
+
+  def add_scalars_at(values: dict, step, walltime=None):
+    """Every tag's value at one step, in one event: the per-step training
+    curves of a group and its seeds cost one event per run and step."""
+    writer.file_writer.add_summary(summary_pb2.Summary(
+        value=[value(tag, v) for tag, v in values.items()]), step, walltime)
+
+  writer.add_scalars_at = add_scalars_at
+  if describe is not None:
+    writer.add_scalar = lambda tag, v, step=None, walltime=None: (
+        add_scalars_at({tag: v}, step, walltime))
   return writer
 
 

@@ -304,13 +304,14 @@ class Sweep:
         # Seed-mean curves; a diverged seed would swamp the mean.
         finite = np.isfinite(loss_SxT).all(axis=1)
         loss_T = loss_SxT[finite].mean(0) if finite.any() else loss_SxT.mean(0)
+        acc_T = acc_SxT.mean(0)
         for t in range(num_steps):
           s = step - num_steps + t + 1
-          writer.add_scalar('train/loss', loss_T[t], s)
-          writer.add_scalar('train/accuracy', acc_SxT[:, t].mean(), s)
+          writer.add_scalars_at({'train/loss': loss_T[t],
+                                 'train/accuracy': acc_T[t]}, s)
           for i, w in enumerate(seed_writers):
-            w.add_scalar('train/loss', loss_SxT[i, t], s)
-            w.add_scalar('train/accuracy', acc_SxT[i, t], s)
+            w.add_scalars_at({'train/loss': loss_SxT[i, t],
+                              'train/accuracy': acc_SxT[i, t]}, s)
         # The last chunk's point is the final test (GroupRun.close).
         if test_S is not None and step < steps:
           writer.add_scalar('test/accuracy', test_S.mean(), step)
