@@ -151,8 +151,13 @@ def summarize(config: Config, rows: list[dict]) -> dict:
                 upper, [get(m, p, L, 'wall_s') for L in upper]),
             'peak_bytes_exponent': stats.loglog_slope(
                 upper, [max(get(m, p, L, 'peak_bytes'), 1) for L in upper]),
+            # Judged where the FLOPs are, at the longer lengths: a chunked
+            # form has a single chunk at the shortest ones.
             'depth_growth': depth_shape(
-                lengths, [int(get(m, p, L, 'depth')) for L in lengths])}
+                upper, [int(get(m, p, L, 'depth')) for L in upper]),
+            'depth_per_doubling': depth_shape(
+                lengths, [int(get(m, p, L, 'depth'))
+                          for L in lengths])['per_doubling']}
         for p in PASSES}
     out['models'][m]['depth'] = {str(L): int(get(m, 'forward', L, 'depth'))
                                  for L in lengths}
@@ -246,14 +251,16 @@ def claims(out, full, sequential, config, lengths) -> list[dict]:
               'its sequential depth logarithmically.',
         model=x,
         measured=f'FLOPs ~ L^{fe:.2f} (train step); depth '
-                 f'{shape["shape"]}: +' + ', +'.join(
-                     f'{d:g}' for d in shape['per_doubling'])
+                 f'{shape["shape"]} over L >= {out["fit_lengths"][0]}: +'
+                 + ', +'.join(f'{d:g}' for d in
+                              m[x]['train']['depth_per_doubling'])
                  + f' per doubling of L from {lengths[0]}',
         verdict=stats.HELD if held else stats.NOT_HELD,
         test='log-log slope and depth counted from the program',
         note=f'held = FLOPs exponent in {LINEAR[0]}..{LINEAR[1]} and the '
              'depth grows by a steady amount per doubling of L (the largest '
-             f'increment within {LOG_STEADY}x the smallest)'))
+             f'increment within {LOG_STEADY}x the smallest), both over the '
+             f'same lengths, L >= {out["fit_lengths"][0]}'))
   return res
 
 
