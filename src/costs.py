@@ -22,14 +22,12 @@ from src import tasks as tasks_lib
 
 def programs(model: str, *, length: int, batch_size: int, d_model: int,
              num_heads: int = 1, num_layers: int = 1, num_filler: int = 8,
-             learning_rate: float = 3e-3, unroll: int = 1,
-             per_position: bool = True):
+             learning_rate: float = 3e-3, per_position: bool = True):
   """{'forward': (fn, args), 'train': (fn, args)} for one model (one seed).
 
   per_position=True: an output at every position, as a sequence model uses
   it, where the model's registry entry asks for it (`sequence_outputs`);
-  False: the classifier's last position only. `unroll`: scan steps per loop
-  iteration, for a model that loops over positions.
+  False: the classifier's last position only.
   """
   spec = models_lib.get(model)
   per_position = per_position and spec.sequence_outputs
@@ -37,8 +35,6 @@ def programs(model: str, *, length: int, batch_size: int, d_model: int,
       model, vocab_size=tasks_lib.vocab_size(num_filler), length=length,
       d_model=d_model, num_classes=2, num_heads=num_heads,
       num_layers=num_layers, rngs=nnx.Rngs(0))
-  if spec.loops_over_positions:
-    net.unroll = unroll
   graphdef, params = nnx.split(net)
   tx = optax.adam(learning_rate)
   tokens, labels = tasks_lib.memory_batch(jax.random.key(0), batch_size,

@@ -275,7 +275,6 @@ class Cell:
   name: str
   key: dict
   work: float = 1.0
-  args: dict = dataclasses.field(default_factory=dict)
 
 
 def _run_cells(module, config, run_dir, stop) -> dict:
