@@ -92,9 +92,9 @@ class Group:
   work: float = 1.0
 
   def model_kwargs(self) -> dict:
-    """Heads and layers set per group (in its hparams) override the
+    """Width, heads and layers set per group (in its hparams) override the
     config's."""
-    return {k: self.hparams[k] for k in ('num_heads', 'num_layers')
+    return {k: self.hparams[k] for k in ('d_model', 'num_heads', 'num_layers')
             if k in self.hparams}
 
 
@@ -104,7 +104,7 @@ def group(model: str, length: int, *, name: str | None = None,
           probe_examples: int = 512, work_scale: float = 1.0,
           **extra) -> Group:
   """The group of `model` at `length`: its HParams from the registry (and
-  `extra`, which may set num_heads and num_layers); its rows found by model
+  `extra`, which may set d_model, num_heads and num_layers); its rows found by model
   and length (and `extra`) unless `key` says otherwise."""
   hparams = hparams_for(model, length, **extra)
   return Group(
@@ -132,7 +132,8 @@ def recipe(group: Group, config) -> dict:
   return {'model': group.model,
           'model_kwargs': dict(
               vocab_size=task.vocab_size, length=task.length,
-              d_model=config.d_model, num_classes=task.num_classes,
+              d_model=overrides.get('d_model', config.d_model),
+              num_classes=task.num_classes,
               num_heads=overrides.get('num_heads', config.num_heads),
               num_layers=overrides.get('num_layers', config.num_layers)),
           'task': {'name': task.name, 'length': task.length, **task.params},
