@@ -49,8 +49,9 @@ QUICK = dataclasses.replace(
 accepts = lambda spec: True  # which registered models --models takes
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
-          'eval_examples', 'chunk_steps', 'checkpoint_every')
+          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
+          'num_layers', 'num_filler', 'eval_examples', 'chunk_steps',
+          'checkpoint_every')
 
 SECTION, FIGURE = '2. Distance', 'distance.png'  # in REPORT.md
 COLUMNS = memory.COLUMNS
@@ -60,7 +61,7 @@ groups, rows, line = memory.groups, memory.rows, memory.line
 
 # -- the summary ----------------------------------------------------------------
 
-def summarize(config: Config, rows: list[dict]) -> dict:
+def summarize(config: Config, rows: list[dict], curves=None) -> dict:
   lengths = sorted(config.lengths)
   table = claims_lib.accuracy_table(rows)
   groups = []
@@ -82,7 +83,8 @@ def summarize(config: Config, rows: list[dict]) -> dict:
                                 for m, c in crit.items()},
           'paired': claims_lib.paired_table(crit),
           'diverged_seeds': int(sum(g['diverged'] for g in groups)),
-          'claims': claims_lib.memory_claims(table, config.models, lengths),
+          'claims': claims_lib.memory_claims(table, config.models, lengths,
+                                             curves),
           'budget': {k: getattr(config, k) for k in (
               'steps', 'batch_size', 'learning_rate', 'd_model', 'seeds')}}
 

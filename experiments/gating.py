@@ -51,8 +51,9 @@ QUICK = dataclasses.replace(
 accepts = lambda spec: True  # claims judge the gated and plain ones
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
-          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
-          'eval_examples', 'chunk_steps', 'checkpoint_every')
+          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
+          'num_layers', 'num_filler', 'eval_examples', 'chunk_steps',
+          'checkpoint_every')
 SECTION, FIGURE = '2. Distance: gating at its best (initialisations)', 'gating.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS
 rows, line = memory.rows, memory.budget_line
@@ -62,7 +63,9 @@ def groups(config: Config) -> list:
   return memory.groups(config, budgets=True)
 
 
-def summarize(config: Config, rows) -> dict:
+def summarize(config: Config, rows, curves=None) -> dict:
+  """The claims at the largest budget, each failure trained out there (the
+  curves reach it); the smaller budgets' verdicts (raw p) beside them."""
   budgets, lengths = sorted(config.budgets), sorted(config.lengths)
   plain = [m for m in config.models
            if models_lib.get(m).family == models_lib.PLAIN]
@@ -82,19 +85,24 @@ def summarize(config: Config, rows) -> dict:
           c = claims_lib.compare(m, p, crit[budget][m], crit[budget][p])
           out['versus_rnn'].setdefault(m, {}).setdefault(str(budget), {})[
               p] = {k: c[k] for k in ('wins', 'ties', 'losses', 'p')}
+    final = curves if budget == budgets[-1] else None
+    seeds = sorted(table[config.models[0], lengths[0]])
     for g in gated:
+      failed = {s: claims_lib.first_failure(table, g, lengths, s)
+                for s in seeds}
       for p in plain:
         by_budget.setdefault((g, p), {})[budget] = \
             claims_lib.gating_beats_plain(g, p, crit[budget][g],
-                                          crit[budget][p], lengths)
+                                          crit[budget][p], lengths, failed,
+                                          final)
     for p in plain:
       by_budget.setdefault((p,), {})[budget] = claims_lib.plain_gives_way(
-          table, p, lengths)
+          table, p, lengths, curves=final)
   last = budgets[-1]
   for key, verdicts in by_budget.items():
     claim = dict(verdicts[last])
     claim['measured'] = (f'after {last} steps: {claim["measured"]}; by '
-                         'budget: ' + ', '.join(
+                         'budget (raw p): ' + ', '.join(
                              f'{b}: {v["verdict"]}' + (
                                  f' (p = {stats.fmt_p(v["p"])})' if 'p' in v
                                  else '') for b, v in verdicts.items()))

@@ -27,8 +27,10 @@ FIRST_FILLER = 3  # memory task: filler ids FIRST_FILLER .. FIRST_FILLER + num_f
 MIN_LENGTH = 3  # first symbol, at least one filler, query
 
 # Independent data streams drawn from one seed's data key: training, the
-# final test, the experiments' probes, and the test curve during training.
+# final test, the experiments' probes, the test curve during training, and
+# the validation strings a learning rate is selected on.
 TRAIN_STREAM, EVAL_STREAM, PROBE_STREAM, CURVE_STREAM = 0, 1, 2, 3
+VALIDATION_STREAM = 4
 
 
 def _mix(x):
