@@ -95,7 +95,8 @@ def tiny_run(tmp_path_factory):
 def test_end_to_end_files(tiny_run):
   run, proc = tiny_run
   rows = read_csv(run / 'results.csv')
-  assert list(rows[0]) == experiment.with_rates(attention.COLUMNS)
+  assert list(rows[0]) == experiment.with_rates(
+      attention.COLUMNS)
   assert {r['model'] for r in rows} == {'attention'}
   assert [(r['seed'], r['first_symbol']) for r in rows] == [
       ('0', 'A'), ('0', 'B'), ('1', 'A'), ('1', 'B')]
