@@ -57,6 +57,12 @@ ASYMMETRY = 0.05
 PROBE_EXAMPLES = 256  # per chunk, fixed strings (their own data stream)
 
 
+def planned_tests(config) -> list[tuple[str, int, str]]:
+  """The asymmetry's binomial test per model (at best every seed has one)."""
+  return [(f'B is the dispersed class ({m})', config.seeds, 'two-sided')
+          for m in config.models for _ in config.lengths]
+
+
 def examples(model, tokens_BxL, labels_B):
   """A few single strings with their weights, for the figure."""
   logits, att_BxHxL = probes.last_query_attention(model, tokens_BxL[:16])

@@ -57,6 +57,7 @@ SECTION, FIGURE = '2. Distance', 'distance.png'  # in REPORT.md
 COLUMNS = memory.COLUMNS
 TIMING_COLUMNS = ('wall_s', 'compile_s')  # the only columns a rerun changes
 groups, rows, line = memory.groups, memory.rows, memory.line
+planned_tests = memory.planned_tests
 
 
 # -- the summary ----------------------------------------------------------------

@@ -162,6 +162,32 @@ class Timing:
   diverged: np.ndarray  # per seed: a non-finite loss at some step
 
 
+def power_warning(module, config) -> str | None:
+  """One line when a planned test (`module.planned_tests(config)`: (family,
+  seeds, alternative) each) cannot say held or did not hold whatever the
+  data: within a family of m tests, Holm's best case is m times the smallest
+  p its seeds allow. None when every test can."""
+  planned = getattr(module, 'planned_tests', lambda config: [])(config)
+  families = {}
+  for family, n, alternative in planned:
+    families.setdefault(family, []).append((n, alternative))
+  weak = []
+  for family, tests in families.items():
+    m = len(tests)
+    for n, alternative in set(tests):
+      if m * stats.smallest_p(n, alternative) >= stats.ALPHA:
+        need = next(k for k in range(n, 64) if m * stats.smallest_p(
+            k, alternative) < stats.ALPHA)
+        weak.append(f'"{family}" ({m} test{"s" if m > 1 else ""} on {n} '
+                    f'seeds: at best p = {m * stats.smallest_p(n, alternative):.3f}'
+                    f' after Holm; needs --seeds >= {need})')
+  if not weak:
+    return None
+  return ('warning: underpowered: these tests cannot reach p < '
+          f'{stats.ALPHA} whatever the data, and will read "inconclusive '
+          '(underpowered)": ' + '; '.join(weak))
+
+
 # -- the runner -------------------------------------------------------------------
 
 def run(module, config, run_dir, *, stop=None) -> dict:
