@@ -87,7 +87,13 @@ def summarize(config: Config, rows: list[dict], curves=None) -> dict:
           'claims': claims_lib.memory_claims(table, config.models, lengths,
                                              curves),
           'budget': {k: getattr(config, k) for k in (
-              'steps', 'batch_size', 'learning_rate', 'd_model', 'seeds')}}
+              'steps', 'batch_size', 'd_model', 'seeds')},
+          'tuning': (f'one learning rate ({config.rates[0]:g}): a failure is '
+                     'a failure at that rate (trained out: its loss flat); '
+                     '--learning_rates tunes each group'
+                     if len(config.rates) == 1 else
+                     f'each group at its best of {len(config.rates)} rates '
+                     'on validation strings (learning_rates)')}
 
 
 def figure(config, summary, rows, kept, folder, writer=None):
