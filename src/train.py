@@ -348,7 +348,10 @@ class Ensemble:
     if not rate_index:
       return params
     shift = rate_index * self.num_seeds
-    return jax.tree.map(lambda x: jnp.roll(x, -shift, axis=0), params)
+    roll = jax.jit(lambda t: jax.tree.map(
+        lambda x: jnp.roll(x, -shift, axis=0), t),
+                   out_shardings=self.seed_sharding)
+    return roll(params)
 
 
 def build(recipe: dict, **kwargs) -> Ensemble:
