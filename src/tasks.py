@@ -176,6 +176,58 @@ def trigger_position(tokens_BxL):
   return jnp.argmax(tokens_BxL[:, :-1] == tokens_BxL[:, -1:], axis=1)
 
 
+# -- routing against transforming (routing) ------------------------------------
+# Tokens: the first symbol's alphabet 0..k-1, the second's k..2k-1 (its slot
+# is its tag: a symbol is found by its content wherever it stands), the
+# query 2k, then neutral filler.
+ROUTING_FUNCTIONS = {
+    'copy': lambda a, b, k: a,  # routing alone: the control
+    'xor': lambda a, b, k: a ^ b,  # two classes (k = 2)
+    'sum': lambda a, b, k: (a + b) % k,
+}
+
+
+def routing_vocab_size(k: int, num_filler: int) -> int:
+  return 2 * k + 1 + num_filler
+
+
+def routing_batch(key, batch_size: int, length: int, function: str, k: int,
+                  num_filler: int, tagged: bool):
+  """Two symbols a, b in 0..k-1 (a from the first alphabet, b from the
+  second), filler, the query at L-1; label = function(a, b). Untagged, a
+  stands at position 0 and b at 1; tagged, at two distinct random positions
+  in 0..L-2 (either order), found only by their alphabets.
+
+  Returns (tokens_BxL, labels_B).
+  """
+  if length < 4:
+    raise ValueError(f'routing task length must be >= 4, got {length}')
+  k_a, k_b, k_first, k_second, k_fill = split(key, 5)
+  a = randint(k_a, (batch_size,), 0, k)
+  b = randint(k_b, (batch_size,), 0, k)
+  if tagged:
+    first = randint(k_first, (batch_size,), 0, length - 1)
+    second = randint(k_second, (batch_size,), 0, length - 2)
+    second = second + (second >= first)  # distinct from the first
+  else:
+    first = jnp.zeros((batch_size,), jnp.int32)
+    second = jnp.ones((batch_size,), jnp.int32)
+  positions = jnp.arange(length)[None, :]
+  tokens = randint(k_fill, (batch_size, length), 2 * k + 1,
+                   2 * k + 1 + num_filler)
+  tokens = jnp.where(positions == first[:, None], a[:, None], tokens)
+  tokens = jnp.where(positions == second[:, None], k + b[:, None], tokens)
+  tokens = tokens.at[:, -1].set(2 * k)
+  label = ROUTING_FUNCTIONS[function](a, b, k)
+  return tokens.astype(jnp.int32), label.astype(jnp.int32)
+
+
+def routing_positions(tokens_BxL, k: int):
+  """(first_B, second_B): where the two symbols stand."""
+  return (jnp.argmax(tokens_BxL < k, axis=1),
+          jnp.argmax((tokens_BxL >= k) & (tokens_BxL < 2 * k), axis=1))
+
+
 # -- tasks: what the trainer needs of each -----------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -216,8 +268,27 @@ def induction_task(length: int, vocab: int) -> Task:
       {'vocab': vocab})
 
 
+def routing_task(length: int, function: str, k: int, num_filler: int,
+                 tagged: bool) -> Task:
+  """A function of two gathered symbols (copy, xor, sum mod k), at fixed
+  positions or tagged at random ones."""
+  if function not in ROUTING_FUNCTIONS:
+    raise ValueError(f'routing function must be one of '
+                     f'{", ".join(ROUTING_FUNCTIONS)}, got {function!r}')
+  if k < 2 or (function == 'xor' and k != 2):
+    raise ValueError(f'routing task: k must be >= 2 (2 for xor), got {k}')
+  if length < 4:
+    raise ValueError(f'routing task length must be >= 4, got {length}')
+  return Task(
+      'routing', length, routing_vocab_size(k, num_filler), k,
+      lambda key, n: routing_batch(key, n, length, function, k, num_filler,
+                                   tagged),
+      {'function': function, 'k': k, 'num_filler': num_filler,
+       'tagged': tagged})
+
+
 TASKS = {'memory': memory_task, 'two_symbol': two_symbol_task,
-         'induction': induction_task}
+         'induction': induction_task, 'routing': routing_task}
 
 
 def make_task(name: str, length: int, **params) -> Task:
