@@ -304,43 +304,28 @@ def summarize(config: Config, rows, tables, curves=()) -> dict:
 
 
 def trained_out(curves, group, seeds, step) -> dict:
-  """{'flat', 'fall'}: the median fall of the training loss of `seeds` of
-  `group` from step/2 to `step` (claims.FLAT: flat), as `claims.trained_out`
-  will give it; flat when there are no seeds to judge."""
-  if not seeds:
-    return {'flat': True, 'fall': 0.0}
-  sub = [r for r in curves if r['group'] == group.name]
-  half = claims_lib.loss_before(sub, group.model, group.length, step // 2,
-                                seeds)
-  end = claims_lib.loss_before(sub, group.model, group.length, step, seeds)
-  falls = [(half[s] - end[s]) / half[s] for s in seeds
-           if s in half and s in end and half[s] > 0]
-  fall = float(np.median(falls)) if falls else float('nan')
-  return {'flat': bool(np.isfinite(fall) and fall < claims_lib.FLAT),
-          'fall': fall}
+  """The shared trained-out rule (`claims.trained_out`) on `seeds` of
+  `group`, from step/2 to `step`."""
+  return claims_lib.trained_out(curves or [], seeds, step, group=group.name)
 
 
 def _tested(claim, p, if_significant, family, n, sided=2) -> dict:
   """A claim decided by a test: its p, the smallest p the test can reach
   with n seeds, its verdict if significant, its family, and the verdict
-  from the raw p (the runner Holm-adjusts within the family)."""
-  p_min = min(1.0, sided * 0.5 ** n)
+  from the raw p (the runner Holm-adjusts within the family and says where
+  a test is underpowered)."""
+  p_min = stats.smallest_p(n, 'two-sided' if sided == 2 else 'greater')
   verdict = if_significant if p < stats.ALPHA else stats.INCONCLUSIVE
-  if p_min >= stats.ALPHA:  # the runner says so in the verdict after #22
-    claim = dict(claim, measured=claim['measured'] + (
-        f'; underpowered: {n} seeds cannot reach p < {stats.ALPHA}'))
-  return dict(claim, p=p, p_min=p_min, if_significant=if_significant,
-              family=family, verdict=verdict)
+  return dict(claim, p=p, p_min=p_min, seeds=n,
+              if_significant=if_significant, family=family, verdict=verdict)
 
 
 def _still_learning(claim, out) -> dict:
   """A verdict that a model failed, overruled when its failing seeds were
-  still learning."""
-  return dict(claim, verdict=stats.INCONCLUSIVE, if_significant=(
-      stats.INCONCLUSIVE), measured=claim['measured'] + (
-          f'; still learning at {claim["steps"]} steps (training loss of the '
-          f'failing seeds fell by a median {100 * out["fall"]:.1f}% over the '
-          'last doubling)'))
+  still learning (it stays inconclusive after Holm: `blocked`)."""
+  return dict(claim, verdict=stats.INCONCLUSIVE, blocked=True,
+              measured=claim['measured'] + '; '
+              + claims_lib.still_learning(out))
 
 
 def claims(config, table, masses, curves, names) -> list[dict]:

@@ -198,7 +198,8 @@ def test_against_chance_rules():
   c = routing._against_chance(_config(), 'xor_fixed', 'attention h1',
                               _row([1.0] * 3), flat, g)
   assert c['verdict'] == stats.INCONCLUSIVE and c['p_min'] == 0.25
-  assert 'underpowered: 3 seeds' in c['measured']
+  judged, = stats.judge_families([c])  # as the runner judges it
+  assert judged['verdict'] == 'inconclusive (underpowered: 3 seeds)'
 
 
 def test_against_dense_rules():
