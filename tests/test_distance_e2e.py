@@ -97,8 +97,9 @@ def test_config_json_records_provenance(tiny_run):
 def test_curves_csv(tiny_run):
   root, _ = tiny_run
   curves = read_csv(root / 'run' / 'curves.csv')
-  assert list(curves[0]) == ['group', 'model', 'length', 'seed', 'step',
-                             'train_loss', 'train_accuracy', 'test_accuracy']
+  assert list(curves[0]) == ['group', 'model', 'length', 'seed',
+                             'learning_rate', 'step', 'train_loss',
+                             'train_accuracy', 'test_accuracy']
   # One row per seed and chunk of 10 steps, every group.
   assert len(curves) == 2 * 2 * 2 * 4
   steps = [int(r['step']) for r in curves if r['group'] == 'rnn_L006'
