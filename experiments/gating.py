@@ -1,8 +1,9 @@
 """Gating at its best: does the gated net's advantage survive, or depend on,
 its initialisation?
 
-Command: `python run.py --exp=gating` (MINUTES on a 2-core CPU; `--quick`
-under a minute). Trains, on the memory task at lengths 10 to 100, twelve
+Command: `python run.py --exp=gating` (hours on a 2-core CPU, estimated
+from a measured subset, not run whole: an accelerator's job; `--exp=all`
+runs a powered subset; `--quick` a few minutes). Trains, on the memory task at lengths 10 to 100, twelve
 seeds each at three learning rates (1e-3, 3e-3, 1e-2: each group judged at
 the one with the best validation accuracy):
 - `lstm`: Flax's default (forget-gate bias 0, the gate starts at 0.5);
