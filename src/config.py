@@ -74,6 +74,12 @@ class Config:
   depths: tuple[int, ...] = _field(
       (1, 2), 'attention depths compared (--exp=induction)', _COUNTS,
       _counts)
+  pairs: tuple[int, ...] = _field(
+      (4, 8, 16), 'key-value pairs per string compared (--exp=recall)',
+      _COUNTS, _counts)
+  widths: tuple[int, ...] = _field(
+      (16, 32, 64), 'model widths d_model compared (--exp=recall)', _COUNTS,
+      _counts)
   vocab: int = _field(16, 'token vocabulary of the induction task',
                       'an integer >= 3',
                       lambda flag, text, context: _int(flag, text, minimum=3))
