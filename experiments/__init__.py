@@ -11,7 +11,7 @@ import importlib
 from src.config import Config
 
 EXPERIMENTS = ('distance', 'gating', 'attention', 'gradient', 'cost', 'heads',
-               'induction', 'budget', 'throughput', 'all')
+               'induction', 'budget', 'throughput', 'recall', 'all')
 
 
 _REGISTERED = {}  # experiments registered at run time (tests, notebooks)
