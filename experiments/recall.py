@@ -40,17 +40,17 @@ DEFAULTS = Config(
     models=('attention', 'linear_attention', 'lru', 'mamba', 'lstm_chrono'),
     lengths=(32,),  # 4 x the most pairs: the pairs, then a query slot each
     pairs=(2, 8),  # the corners a 2-core CPU affords (Mamba: ~4 min a group)
-    widths=(16, 64),
+    widths=(16, 32),
     vocab=129,  # 64 keys, 64 values (chance 1/64) and the filler
     num_layers=2,  # Zoology's 2-layer models
     num_heads=1,
     seeds=5,  # one-sided tests over seeds reach p = 0.5^5 = 0.031
-    steps=600,  # attention (d=32, 8 pairs) goes from 0.2 to 1.0 at 400-600
+    steps=1000,  # attention (d=32, 8 pairs) goes from 0.2 to 1.0 at 400-600
     batch_size=32,
     learning_rate=3e-3,
     eval_examples=512,  # x P queries each
     chunk_steps=100,
-    checkpoint_every=300,
+    checkpoint_every=500,
 )
 # --quick: a first look; Mamba left out (its compile alone is about a
 # minute per width on this CPU), one width, 2 seeds (every claim
