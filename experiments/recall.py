@@ -151,7 +151,7 @@ def line(group, final, config, timing) -> str:
           '(seeds ' + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
 
 
-# -- summary and claims ----------------------------------------------------------
+# -- summary and claims --------------------------------------------------------
 
 def accuracy_table(rows) -> dict:
   """{(model, length, pairs, width): {seed: accuracy}}."""

@@ -174,7 +174,7 @@ def trigger_position(tokens_BxL):
   return jnp.argmax(tokens_BxL[:, :-1] == tokens_BxL[:, -1:], axis=1)
 
 
-# -- multi-query associative recall (Zoology) -------------------------------------
+# -- multi-query associative recall (Zoology) ----------------------------------
 # Tokens: keys 0..K-1, values K..K+V-1 (K = V = (vocab - 1) // 2), and one
 # neutral filler token, vocab - 1.
 
