@@ -207,7 +207,8 @@ def decide(p: float, p_min: float, if_significant: str, *, failing: bool,
   learning; otherwise inconclusive (underpowered when even the smallest p
   could not reach ALPHA)."""
   if p_min >= stats.ALPHA:
-    return 'inconclusive (underpowered)', ''
+    seeds = round(math.log(p_min) / math.log(0.5))
+    return f'{stats.INCONCLUSIVE} (underpowered: {seeds} seeds)', ''
   if p >= stats.ALPHA:
     return stats.INCONCLUSIVE, ''
   if failing and not flat['flat']:
