@@ -169,6 +169,26 @@ def induction_batch(key, batch_size: int, length: int, vocab: int):
   return tokens.astype(jnp.int32), labels.astype(jnp.int32)
 
 
+def trigger_induction_batch(key, batch_size: int, length: int, vocab: int):
+  """The Mamba paper's induction heads (Gu & Dao 2023, sec. 4.1.2, after
+  H3's): random tokens 0..vocab-1; a special trigger token, id `vocab`,
+  occurs once at a position p in 0..L-3 and again at L-1; the label is the
+  token at p + 1. Vocabulary: vocab + 1 tokens.
+
+  Returns (tokens_BxL, labels_B).
+  """
+  if length < 4:
+    raise ValueError(f'induction task length must be >= 4, got {length}')
+  k_pos, k_rest = split(key, 2)
+  pos = randint(k_pos, (batch_size, 1), 0, length - 2)
+  rest = randint(k_rest, (batch_size, length), 0, vocab)
+  positions = jnp.arange(length)[None, :]
+  tokens = jnp.where((positions == pos) | (positions == length - 1), vocab,
+                     rest)
+  labels = jnp.take_along_axis(tokens, pos + 1, axis=1)[:, 0]
+  return tokens.astype(jnp.int32), labels.astype(jnp.int32)
+
+
 def trigger_position(tokens_BxL):
   """Where the trigger occurred before the end."""
   return jnp.argmax(tokens_BxL[:, :-1] == tokens_BxL[:, -1:], axis=1)
@@ -276,6 +296,15 @@ def induction_task(length: int, vocab: int) -> Task:
       {'vocab': vocab})
 
 
+def trigger_induction_task(length: int, vocab: int) -> Task:
+  """The Mamba paper's induction heads: a special trigger token (id vocab);
+  name the token that followed its earlier occurrence."""
+  return Task(
+      'trigger_induction', length, vocab + 1, vocab,
+      lambda key, n: trigger_induction_batch(key, n, length, vocab),
+      {'vocab': vocab})
+
+
 def recall_task(length: int, num_pairs: int, vocab: int) -> Task:
   """Multi-query associative recall: every query's value, at its key's
   position (labels per position); classes: the values."""
@@ -287,7 +316,8 @@ def recall_task(length: int, num_pairs: int, vocab: int) -> Task:
 
 
 TASKS = {'memory': memory_task, 'two_symbol': two_symbol_task,
-         'induction': induction_task, 'recall': recall_task}
+         'induction': induction_task, 'recall': recall_task,
+         'trigger_induction': trigger_induction_task}
 
 
 def make_task(name: str, length: int, **params) -> Task:

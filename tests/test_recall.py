@@ -59,6 +59,21 @@ def test_recall_labels_recomputed(length, num_pairs):
     assert len({tuple(np.flatnonzero(l >= 0)) for l in labels}) > 1
 
 
+def test_trigger_induction_labels_recomputed():
+  # The Mamba paper's positive control: the token after the special trigger.
+  vocab, L = 16, 12
+  tokens, labels = jax.jit(tasks.trigger_induction_batch,
+                           static_argnums=(1, 2, 3))(jax.random.key(5), 256,
+                                                     L, vocab)
+  tokens, labels = np.asarray(tokens), np.asarray(labels)
+  assert (tokens[:, -1] == vocab).all()
+  assert ((tokens[:, :-1] == vocab).sum(1) == 1).all()  # once before the end
+  first = np.argmax(tokens == vocab, axis=1)
+  assert first.max() <= L - 3 and len(np.unique(first)) == L - 2
+  np.testing.assert_array_equal(labels, tokens[np.arange(256), first + 1])
+  assert labels.max() < vocab
+
+
 def test_recall_refuses_impossible_strings():
   with pytest.raises(ValueError, match='length >= 16'):
     tasks.recall_task(15, 4, 21)
