@@ -74,17 +74,17 @@ class Config:
   depths: tuple[int, ...] = _field(
       (1, 2), 'attention depths compared (--exp=induction)', _COUNTS,
       _counts)
-  pairs: tuple[int, ...] = _field(
-      (4, 8, 16), 'key-value pairs per string compared (--exp=recall)',
-      _COUNTS, _counts)
-  widths: tuple[int, ...] = _field(
-      (16, 32, 64), 'model widths d_model compared (--exp=recall)', _COUNTS,
-      _counts)
   vocab: int = _field(16, 'token vocabulary of the induction task',
                       'an integer >= 3',
                       lambda flag, text, context: _int(flag, text, minimum=3))
   budgets: tuple[int, ...] = _field(
       (250, 1000, 4000), 'training budgets in steps (--exp=budget)', _COUNTS,
+      _counts)
+  pairs: tuple[int, ...] = _field(
+      (4, 8, 16), 'key-value pairs per string compared (--exp=recall)',
+      _COUNTS, _counts)
+  widths: tuple[int, ...] = _field(
+      (16, 32, 64), 'model widths d_model compared (--exp=recall)', _COUNTS,
       _counts)
   num_filler: int = _field(8, 'distinct neutral filler symbols', _COUNT,
                            _count)

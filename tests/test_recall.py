@@ -135,6 +135,7 @@ def curves_for(names, fall, seeds=5, steps=100):
 
 
 CONFIG = dataclasses.replace(recall.DEFAULTS, models=('attention', 'lru'),
+                             lengths=(64,),
                              pairs=(4, 16), widths=(16, 64), steps=100)
 
 
@@ -193,7 +194,10 @@ def test_underpowered_with_few_seeds():
 
 def test_bad_grid_is_one_line_naming_the_flag():
   with pytest.raises(ConfigError, match='--pairs'):
-    recall.check(dataclasses.replace(recall.DEFAULTS, pairs=(4, 17)))
+    recall.check(dataclasses.replace(recall.DEFAULTS, pairs=(9, 17)))
+  # A pair count no length has room for is left out, the rest run.
+  assert recall.grid(dataclasses.replace(
+      recall.DEFAULTS, lengths=(16, 32), pairs=(4, 9))) == [(16, 4), (32, 4)]
   with pytest.raises(ConfigError, match='--vocab'):
     recall.check(dataclasses.replace(recall.DEFAULTS, vocab=15))
 
