@@ -403,7 +403,7 @@ def plot(config, summary, path, writer=None):
   for ax, m in zip(axes, models):
     grid_WxP = np.array([[acc.get((m, P, w), np.nan) for P in pairs]
                          for w in widths])
-    image = ax.imshow(grid_WxP, origin='lower', vmin=0, vmax=1,
+    ax.imshow(grid_WxP, origin='lower', vmin=0, vmax=1,
                       cmap='viridis', aspect='auto')
     for i in range(len(widths)):
       for j in range(len(pairs)):
@@ -415,7 +415,6 @@ def plot(config, summary, path, writer=None):
     ax.set_xlabel('key-value pairs')
     ax.set_title(m, fontsize=9, color=models_lib.get(m).color)
   axes[0].set_ylabel('d_model')
-  fig.colorbar(image, ax=axes[len(models) - 1], fraction=0.05)
   ax = axes[-1]
   for m in models:
     points = [(r['num_pairs'], r['state_floats'])
@@ -426,13 +425,16 @@ def plot(config, summary, path, writer=None):
       ax.plot(*zip(*points), marker='o', color=models_lib.get(m).color,
               label=m)
   ax.set_xscale('log', base=2)
+  ax.set_xticks(pairs, pairs)
   ax.set_yscale('log')
   ax.set_xlabel('key-value pairs')
   ax.set_ylabel(f'state floats to recall {RECALLS:.0%}')
   ax.set_title('state needed (median seed)', fontsize=9)
   if ax.get_legend_handles_labels()[0]:
     ax.legend(fontsize=6)
-  fig.suptitle(f'Multi-query recall: L={L}, {config.seeds} seeds, '
+  fig.suptitle(f'Multi-query recall: mean query accuracy (colour 0..1, chance '
+               f'{summary["chance"]:.3f}), L={L}, {config.seeds} seeds, '
                f'{config.steps} steps (cf. Zoology, Arora et al. 2023, '
                'Figure 2)', fontsize=9)
+  fig.subplots_adjust(wspace=0.55, top=0.84, bottom=0.17)
   record.save_figure(fig, path, writer, 'figures/recall')
