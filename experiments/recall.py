@@ -1,8 +1,11 @@
 """The summary that fills up: multi-query associative recall (MQAR).
 
-Command: `python run.py --exp=recall` (about 20 minutes on a 2-core CPU),
-`--quick` for a first look (about 3 minutes); the Zoology-scale grid is
-`--flagfile=configs/recall_zoology.flags` (an accelerator).
+Command: `python run.py --exp=recall` (measured on a 2-core CPU shared
+with two other jobs, load 6-11: 36 minutes for the 16 groups but Mamba's,
+Mamba about 7 minutes a group; more than the 20 minutes aimed at), `--quick`
+for a first look (10.6 minutes there, 3.3 minutes of CPU); the
+Zoology-scale grid is `--flagfile=configs/recall_zoology.flags` (an
+accelerator).
 
 Task (Arora et al. 2023, "Zoology", sec. 3): a string of L tokens opens
 with P pairs `key value` (distinct keys, values drawn with replacement);
@@ -39,7 +42,7 @@ DEFAULTS = Config(
     exp='recall',
     models=('attention', 'linear_attention', 'lru', 'mamba', 'lstm_chrono'),
     lengths=(32,),  # 4 x the most pairs: the pairs, then a query slot each
-    pairs=(2, 8),  # the corners a 2-core CPU affords (Mamba: ~4 min a group)
+    pairs=(2, 8),  # the corners a 2-core CPU affords (Mamba: ~7 min a group)
     widths=(16, 32),
     vocab=129,  # 64 keys, 64 values (chance 1/64) and the filler
     num_layers=2,  # Zoology's 2-layer models
