@@ -50,6 +50,7 @@ RUNS = (
      '8. The recurrences that came back: induction'),
     ('gating', 'gating', (), (), None),
     ('budget', 'budget', (), (), None),
+    ('routing', 'routing', (), (), None),
     ('recall', 'recall', (), (), None),
 )
 PARTS = tuple(dict.fromkeys(exp for _, exp, *_ in RUNS))  # experiments

@@ -41,9 +41,10 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(DEFAULTS, seeds=4, steps=300)
 accepts = lambda spec: spec.has_attention  # the beam is its weights
 # The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size', 'learning_rate',
-          'd_model', 'num_heads', 'num_layers', 'num_filler', 'eval_examples',
-          'chunk_steps', 'checkpoint_every')
+FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
+          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
+          'num_layers', 'num_filler', 'eval_examples', 'chunk_steps',
+          'checkpoint_every')
 
 SECTION, FIGURE = '3. The searchlight', 'attention.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
@@ -54,6 +55,12 @@ CONCENTRATED = 0.9  # the lesson's "over ninety per cent"
 # weight on position 0 than the other (an effect size, fixed beforehand).
 ASYMMETRY = 0.05
 PROBE_EXAMPLES = 256  # per chunk, fixed strings (their own data stream)
+
+
+def planned_tests(config) -> list[tuple[str, int, str]]:
+  """The asymmetry's binomial test per model (at best every seed has one)."""
+  return [(f'B is the dispersed class ({m})', config.seeds, 'two-sided')
+          for m in config.models for _ in config.lengths]
 
 
 def examples(model, tokens_BxL, labels_B):
@@ -260,8 +267,9 @@ def group_claims(model, length, entry) -> list[dict]:
            f'test strings must exceed {CONCENTRATED}')
   k_b, k_ab = counts['B'], counts['A'] + counts['B']
   p = stats.binomial(k_b, k_ab)
+  direction = stats.HELD if 2 * k_b > k_ab else stats.NOT_HELD
   if p < stats.ALPHA:
-    verdict = stats.HELD if 2 * k_b > k_ab else stats.NOT_HELD
+    verdict = direction
     reading = ('B is the dispersed class more often than chance: a property '
                'of the task' if verdict == stats.HELD else
                'A is the dispersed class more often than chance')
@@ -286,6 +294,8 @@ def group_claims(model, length, entry) -> list[dict]:
                f'even split, p = {stats.fmt_p(p)}); no clear difference in '
                f'{counts["neither"]}; {reading}',
       verdict=verdict, test='exact binomial test, two-sided, p = 1/2', p=p,
+      p_min=stats.smallest_p(k_ab), seeds=k_ab, if_significant=direction,
+      family=f'B is the dispersed class ({model})',
       note=f'per seed, the more dispersed class puts at least {ASYMMETRY} less '
            'weight on position 0 than the other; A and B are exchangeable '
            'by construction, so the test asks whether B is the dispersed '

@@ -49,18 +49,20 @@ QUICK = dataclasses.replace(
 accepts = lambda spec: True  # which registered models --models takes
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
-          'eval_examples', 'chunk_steps', 'checkpoint_every')
+          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
+          'num_layers', 'num_filler', 'eval_examples', 'chunk_steps',
+          'checkpoint_every')
 
 SECTION, FIGURE = '2. Distance', 'distance.png'  # in REPORT.md
 COLUMNS = memory.COLUMNS
 TIMING_COLUMNS = ('wall_s', 'compile_s')  # the only columns a rerun changes
 groups, rows, line = memory.groups, memory.rows, memory.line
+planned_tests = memory.planned_tests
 
 
 # -- the summary ----------------------------------------------------------------
 
-def summarize(config: Config, rows: list[dict]) -> dict:
+def summarize(config: Config, rows: list[dict], curves=None) -> dict:
   lengths = sorted(config.lengths)
   table = claims_lib.accuracy_table(rows)
   groups = []
@@ -82,9 +84,16 @@ def summarize(config: Config, rows: list[dict]) -> dict:
                                 for m, c in crit.items()},
           'paired': claims_lib.paired_table(crit),
           'diverged_seeds': int(sum(g['diverged'] for g in groups)),
-          'claims': claims_lib.memory_claims(table, config.models, lengths),
+          'claims': claims_lib.memory_claims(table, config.models, lengths,
+                                             curves),
           'budget': {k: getattr(config, k) for k in (
-              'steps', 'batch_size', 'learning_rate', 'd_model', 'seeds')}}
+              'steps', 'batch_size', 'd_model', 'seeds')},
+          'tuning': (f'one learning rate ({config.rates[0]:g}): a failure is '
+                     'a failure at that rate (trained out: its loss flat); '
+                     '--learning_rates tunes each group'
+                     if len(config.rates) == 1 else
+                     f'each group at its best of {len(config.rates)} rates '
+                     'on validation strings (learning_rates)')}
 
 
 def figure(config, summary, rows, kept, folder, writer=None):

@@ -49,8 +49,8 @@ QUICK = dataclasses.replace(
 accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
-          'chunk_steps', 'checkpoint_every')
+          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
+          'num_layers', 'num_filler', 'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '4. The direct bridge', 'gradient.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'phase', 'step', 'sensitivity',
            'pos0_mass', 'accuracy', 'sensitivity_last', 'relative_sensitivity']

@@ -50,8 +50,8 @@ ONE_LENGTH = True  # its summary and claims are of one length
 accepts = lambda spec: spec.has_attention  # heads are attention's
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'heads', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'd_model', 'num_filler', 'eval_examples',
-          'chunk_steps', 'checkpoint_every')
+          'learning_rate', 'learning_rates', 'd_model', 'num_filler',
+          'eval_examples', 'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '6. Heads', 'heads.png'  # in REPORT.md
 COLUMNS = ['model', 'num_heads', 'length', 'seed', 'head', 'mass_first',
            'mass_second',

@@ -24,10 +24,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from src import claims as claims_lib
+from src import experiment
 from src import models as models_lib
 from src import record
 from src import stats
-from src import experiment
 from src import tasks as tasks_lib
 from src.config import Config
 
@@ -54,8 +55,8 @@ ONE_LENGTH = True  # its summary and claims are of one length
 accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'depths', 'num_heads', 'vocab', 'seeds', 'seed',
-          'steps', 'batch_size', 'learning_rate', 'd_model', 'eval_examples',
-          'chunk_steps', 'checkpoint_every')
+          'steps', 'batch_size', 'learning_rate', 'learning_rates', 'd_model',
+          'eval_examples', 'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '7. Depth (induction)', 'induction.png'  # in REPORT.md
 COLUMNS = ['model', 'num_layers', 'length', 'seed', 'accuracy']
 HEAD_COLUMNS = ['model', 'num_layers', 'length', 'seed', 'layer', 'head',
@@ -163,7 +164,7 @@ def keep(group, ensemble, params, config):
                           num_examples=config.eval_examples)
 
 
-def summarize(config: Config, rows, tables) -> dict:
+def summarize(config: Config, rows, tables, curves=None) -> dict:
   head_rows = tables['heads.csv']
   out = {'accuracy': {}, 'roles': [], 'chance': 1 / config.vocab,
          'claims': []}
@@ -194,15 +195,28 @@ def summarize(config: Config, rows, tables) -> dict:
           previous_token_score=float(prev['prev_token_score']),
           induction_head=f'layer {deepest - 1} head {ind["head"]}',
           induction_score=float(ind['induction_score'])))
-  out['claims'] = claims(config, per_seed)
+  out['claims'] = claims(config, per_seed, curves)
   return out
 
 
-def claims(config, per_seed) -> list[dict]:
+def claims(config, per_seed, curves=None) -> list[dict]:
   """Per seed (seed i of the 1-layer and the 2-layer stack are a pair):
   attention's claim needs 1 layer below CANNOT and 2 layers at CAN or above;
-  another layered model's, 2 layers at CAN or above."""
+  another layered model's, 2 layers at CAN or above. A failure must be
+  trained out (`claims.trained_out` on the failing seeds' curves): the
+  2-layer seeds below CAN and, for attention, the 1-layer seeds below CANNOT
+  that the claim counts; else the verdict is inconclusive (`curves` None:
+  not checked)."""
   out = []
+  L = config.lengths[-1]
+
+  def trained_out(model, depth, seeds):
+    if curves is None:  # not checked (the verdict rule alone)
+      return {'flat': True}
+    group = f'{accuracy_key(model, depth)}_L{L:03d}'
+    return claims_lib.trained_out(
+        curves, seeds, claims_lib.last_step(curves, group=group),
+        group=group)
   others = ''.join(f', {m} {np.mean(list(per_seed[m].values())):.3f}'
                    for m in config.models
                    if not models_lib.get(m).layered and m in per_seed)
@@ -228,9 +242,22 @@ def claims(config, per_seed) -> list[dict]:
       measured += ('; 1 layer: ' + ' '.join(f'{one[s]:.3f}'
                                             for s in sorted(one)))
     measured += f' (chance {1 / config.vocab:.3f}{others})'
+    verdict = stats.k_of_n(k, len(seeds))
+    checks = [trained_out(model, 2, [s for s in seeds
+                                     if not stats.reaches(two[s], CAN)])]
+    if spec.family == models_lib.ATTENTION and one is not None:
+      checks.append(trained_out(model, 1, [s for s in seeds
+                                           if one[s] < CANNOT]))
+    learning = [c for c in checks if not c['flat']]
+    if learning:
+      verdict = stats.INCONCLUSIVE
+      measured += '; ' + '; '.join(claims_lib.still_learning(c)
+                                   for c in learning)
     out.append(dict(claim=text, model=model, measured=measured,
-                    verdict=stats.k_of_n(k, len(seeds)), test='per seed',
-                    note=rule))
+                    verdict=verdict, test='per seed',
+                    note=rule + '; every failing seed trained out (training '
+                    f'loss flat over the last doubling of steps: fell by '
+                    f'under {claims_lib.FLAT:.0%})'))
   return out
 
 

@@ -67,7 +67,7 @@ accepts = lambda spec: spec.state_floats is not None and spec.sequence_outputs
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'num_heads', 'num_layers', 'pairs', 'widths',
           'vocab', 'eval_examples', 'chunk_steps', 'checkpoint_every')
-SECTION, FIGURE = '9. The summary that fills up (recall)', 'recall.png'
+SECTION, FIGURE = '10. The summary that fills up (recall)', 'recall.png'
 COLUMNS = ['model', 'length', 'num_pairs', 'd_model', 'num_layers', 'seed',
            'accuracy', 'loss', 'state_floats', 'steps', 'wall_s',
            'compile_s', 'num_params', 'diverged']
@@ -185,12 +185,8 @@ def trained_out(curves, runs, steps) -> dict:
     return {'flat': True, 'fall': math.nan}
   falls = []
   for name, seed in runs:
-    mine = [r for r in curves if r['group'] == name]
-    if not mine:
-      continue
-    model, length = mine[0]['model'], int(mine[0]['length'])
-    half = claims_lib.loss_before(mine, model, length, steps // 2, [seed])
-    end = claims_lib.loss_before(mine, model, length, steps, [seed])
+    half = claims_lib.loss_before(curves, steps // 2, [seed], group=name)
+    end = claims_lib.loss_before(curves, steps, [seed], group=name)
     if seed in half and seed in end and half[seed] > 0:
       falls.append((half[seed] - end[seed]) / half[seed])
   fall = float(np.median(falls)) if falls else math.nan

@@ -261,10 +261,13 @@ def _out(x, one):
   return x[0] if one else x
 
 
-def load_seed(run, group: str, seed: int, checkpoint_dir=None) -> Seed:
+def load_seed(run, group: str, seed: int, checkpoint_dir=None,
+              learning_rate: float | None = None) -> Seed:
   """Seed `seed` of `group` in the run at `run` (a workdir or a `Run`),
   restored from the group's latest checkpoint in `checkpoint_dir` (default:
-  the one the run used)."""
+  the one the run used); with a grid of learning rates, at
+  `learning_rate` (default: the rate selected for the group, from
+  summary.json)."""
   run = load_run(run)
   if group not in run.groups:
     raise NotFound(f'no group {group!r} in {run.path}; its groups: '
@@ -290,7 +293,19 @@ def load_seed(run, group: str, seed: int, checkpoint_dir=None) -> Seed:
   if state is None:
     raise NotFound(f'no readable checkpoint of {group} in {folder} (tried '
                    f'steps {", ".join(map(str, steps))})')
-  params = jax.tree.map(lambda x: x[seed], state['params'])
+  rates = list(ensemble.learning_rates)
+  if learning_rate is None:  # the selection (at the largest budget)
+    selected = run.summary.get('learning_rates', {}).get('selected', {})
+    keys = sorted((int(k.partition('@')[2] or 0), k) for k in selected
+                  if k == group or k.startswith(group + '@'))
+    learning_rate = (selected[keys[-1][1]]['learning_rate'] if keys
+                     else rates[0])
+  if float(learning_rate) not in rates:
+    raise NotFound(f'{group} trained at learning rates '
+                   f'{", ".join(f"{r:g}" for r in rates)}; got '
+                   f'{learning_rate!r}')
+  member = rates.index(float(learning_rate)) * ensemble.num_seeds + seed
+  params = jax.tree.map(lambda x: x[member], state['params'])
   return Seed(model=nnx.merge(ensemble.graphdef, params), task=ensemble.task,
               spec=models_lib.get(recipe['model']), group=group,
               seed=int(seed), step=step, ensemble=ensemble, state=state,

@@ -76,51 +76,73 @@ def attention_at_100(table: dict, model: str, lengths) -> dict:
 
 
 def plain_gives_way(table: dict, model: str, lengths,
-                    window=LESSON_WINDOW) -> dict:
+                    window=LESSON_WINDOW, curves=None) -> dict:
   """Per seed, the give-way interval (c, f] (c its critical distance, f the
   first length it failed) against the lesson's window [lo, hi]: consistent
   if lo <= c and f <= hi; inconsistent if it had already failed by lo
   (f <= lo) or carried the symbol to hi or beyond (c >= hi); otherwise the
-  tested lengths cannot tell. The verdict counts the seeds the lengths can judge."""
+  tested lengths cannot tell. The verdict counts the seeds the lengths can
+  judge. Giving way is a failure: with `curves`, the seeds that gave way
+  must be trained out at the length they failed, else inconclusive."""
   lo, hi = window
   seeds = sorted(table[model, lengths[0]])
   crit = per_seed_critical(table, model, lengths)
-  consistent, inconsistent, where = 0, 0, []
+  consistent, inconsistent, where, failed = 0, 0, [], {}
   for s, c in zip(seeds, crit):
     f = first_failure(table, model, lengths, s)
     where.append(f'({c}, {f if f is not None else "-"}]')
+    if f is not None:
+      failed[s] = f
     if f is not None and lo <= c and f <= hi:
       consistent += 1
     elif (f is not None and f <= lo) or c >= hi:
       inconsistent += 1
   judged = consistent + inconsistent
   undetermined = len(seeds) - judged
+  verdict, learning = stats.k_of_n(consistent, judged), ''
+  if curves is not None and consistent:
+    check = failures_trained_out(curves, model, failed)
+    if not check['flat']:
+      verdict, learning = stats.INCONCLUSIVE, '; ' + still_learning(check)
   return dict(
       claim=f'A plain recurrent net ({model}) gives way after about 15 '
             'steps.',
       measured=f'gave way inside L={lo}..{hi} in {consistent} of {judged} '
                f'seeds the lengths can judge ({undetermined} undetermined); '
-               'per seed (solved up to, first failed]: ' + ' '.join(where),
-      verdict=stats.k_of_n(consistent, judged), test='per seed',
+               'per seed (solved up to, first failed]: ' + ' '.join(where)
+               + learning,
+      verdict=verdict, test='per seed',
       note=f'"about 15" is read as giving way between L={lo} and L={hi}: a '
            f'seed that solved L>={lo} and failed by L={hi} is consistent; '
            f'one that failed by L={lo} or solved L>={hi} is not; the '
-           'rest cannot be judged by the tested lengths')
+           'rest cannot be judged by the tested lengths; the seeds that '
+           'gave way must be trained out (their loss flat over the last '
+           'doubling of steps at the length they failed)')
+
+
+GATING_FAMILY = 'gating carries the symbol further than a plain RNN'
 
 
 def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
-                       lengths) -> dict:
+                       lengths, failed=None, curves=None) -> dict:
   """Paired per-seed critical distances, exact two-sided sign test: held if
   the gated net goes further significantly, did not hold if the plain one
-  does; otherwise inconclusive (absence of a difference is not evidence)."""
+  does; otherwise inconclusive (absence of a difference is not evidence).
+  One test of the family GATING_FAMILY (Holm-adjusted by the runner). Did
+  not hold says the gated net failed where the plain one did not: with
+  `curves`, the gated seeds that fell short (`failed`: {seed: length it
+  failed}) must be trained out, else inconclusive."""
   c = compare(gated, plain, crit_gated, crit_plain)
   significant = c['p'] < stats.ALPHA
-  if significant and c['wins'] > c['losses']:
-    verdict = stats.HELD
-  elif significant and c['losses'] > c['wins']:
-    verdict = stats.NOT_HELD
-  else:
-    verdict = stats.INCONCLUSIVE
+  direction = stats.HELD if c['wins'] >= c['losses'] else stats.NOT_HELD
+  verdict = direction if significant else stats.INCONCLUSIVE
+  blocked, learning = False, ''
+  if direction == stats.NOT_HELD and curves is not None:
+    check = failures_trained_out(curves, gated,
+                                 _short(failed, crit_gated, crit_plain))
+    if not check['flat']:
+      blocked, learning = True, '; ' + still_learning(check)
+      verdict = stats.INCONCLUSIVE
   arch = models_lib.get(gated).architecture.upper()
   init = models_lib.get(gated).init_name
   g, p = stats.median_interval(crit_gated), stats.median_interval(crit_plain)
@@ -131,20 +153,31 @@ def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
                f'shorter in {c["losses"]} of {len(crit_gated)} seeds (sign '
                f'test p = {stats.fmt_p(c["p"])}); median critical distance '
                f'{g["median"]:g} vs {p["median"]:g} over L '
-               f'{min(lengths)}..{max(lengths)}',
+               f'{min(lengths)}..{max(lengths)}' + learning,
       verdict=verdict, test='exact sign test, two-sided, paired by seed',
-      p=c['p'],
+      p=c['p'], p_min=stats.smallest_p(len(crit_gated)),
+      seeds=len(crit_gated), if_significant=direction, blocked=blocked,
+      family=GATING_FAMILY,
       note=f'seed i of {gated} against seed i of {plain} (same strings); '
            f'held / did not hold need p < {stats.ALPHA}; ties (for example '
            'both solving every length) carry no evidence')
 
 
 def as_far_as_attention(model: str, attention: str, crit_model,
-                        crit_attention, lengths) -> dict:
+                        crit_attention, lengths, failed=None,
+                        curves=None) -> dict:
   """Held in k of n seeds: seed i of the model carries the symbol at least
-  as far as seed i of attention (same strings)."""
+  as far as seed i of attention (same strings). The seeds that fall short
+  failed: with `curves` they must be trained out (`failed`: {seed: length it
+  failed}), else inconclusive."""
   k = sum(m >= a for m, a in zip(crit_model, crit_attention))
   c = stats.median_interval(crit_model)
+  verdict, learning = stats.k_of_n(k, len(crit_model)), ''
+  short = _short(failed, crit_model, crit_attention)
+  if curves is not None and short:
+    check = failures_trained_out(curves, model, short)
+    if not check['flat']:
+      verdict, learning = stats.INCONCLUSIVE, '; ' + still_learning(check)
   return dict(
       claim=f'A parallel linear recurrence ({model}) carries the first '
             f'symbol as far as attention ({attention}).',
@@ -152,29 +185,43 @@ def as_far_as_attention(model: str, attention: str, crit_model,
       measured=f'as far in {k} of {len(crit_model)} seeds; critical '
                f'distance per seed {" ".join(map(str, crit_model))} against '
                f'{" ".join(map(str, crit_attention))} (median {c["median"]:g};'
-               f' L {min(lengths)}..{max(lengths)})',
-      verdict=stats.k_of_n(k, len(crit_model)), test='per seed',
+               f' L {min(lengths)}..{max(lengths)})' + learning,
+      verdict=verdict, test='per seed',
       note=f'each seed: its critical distance reaches that of the same seed '
            f'of {attention}')
 
 
-def memory_claims(table: dict, models, lengths) -> list[dict]:
-  """Every distance claim the models present allow, per model and pair."""
+def _short(failed, crit, crit_other) -> dict:
+  """{seed: the length it failed} of the seeds whose critical distance falls
+  short of the other model's (`failed`: {seed: first failed length}, in
+  seed order, as crit)."""
+  return {s: f for (s, f), a, b in zip(sorted((failed or {}).items()), crit,
+                                       crit_other) if a < b and f is not None}
+
+
+def memory_claims(table: dict, models, lengths, curves=None) -> list[dict]:
+  """Every distance claim the models present allow, per model and pair;
+  with `curves` (curves.csv rows), a failure must be trained out."""
   lengths = sorted(lengths)
   spec = models_lib.get
   out = [attention_at_100(table, m, lengths) for m in models
          if spec(m).family == models_lib.ATTENTION]
   plain = [m for m in models if spec(m).family == models_lib.PLAIN]
-  out += [plain_gives_way(table, m, lengths) for m in plain]
+  out += [plain_gives_way(table, m, lengths, curves=curves) for m in plain]
   crit = {m: per_seed_critical(table, m, lengths) for m in models}
+  seeds = sorted(table[models[0], lengths[0]]) if models else []
+  failed = {m: {s: first_failure(table, m, lengths, s) for s in seeds}
+            for m in models}
   for gated in (m for m in models if spec(m).family == models_lib.GATED):
     for p in plain:
-      out.append(gating_beats_plain(gated, p, crit[gated], crit[p], lengths))
+      out.append(gating_beats_plain(gated, p, crit[gated], crit[p], lengths,
+                                    failed[gated], curves))
   attention = [m for m in models if spec(m).family == models_lib.ATTENTION]
   for m in (m for m in models if spec(m).family == models_lib.LINEAR):
     if attention:
       out.append(as_far_as_attention(m, attention[0], crit[m],
-                                     crit[attention[0]], lengths))
+                                     crit[attention[0]], lengths, failed[m],
+                                     curves))
   return out
 
 
@@ -194,21 +241,73 @@ def mean_by_length(table: dict, model: str, lengths) -> dict:
 FLAT = 0.05  # "flat": the training loss fell by less than 5% over a doubling
 
 
-def loss_before(curves, model: str, length: int, step: int, seeds) -> dict:
+def loss_before(curves, step: int, seeds, **match) -> dict:
   """Per seed, the mean training loss over the last tenth of the steps up to
-  `step` (at least the last chunk), from curves.csv rows."""
+  `step` (at least the last chunk), from the curves.csv rows matching
+  `match` (model=..., length=..., learning_rate=...)."""
   out = {}
   for s in seeds:
     chunks = sorted((int(r['step']), float(r['train_loss'])) for r in curves
-                    if r['model'] == model and int(r['length']) == length
-                    and int(r['seed']) == s
-                    and int(r['step']) <= step)
+                    if all(str(r[k]) == str(v) for k, v in match.items())
+                    and int(r['seed']) == s and int(r['step']) <= step)
     if not chunks:
       continue
     window = max(step // 10, step - chunks[-1][0] + 1)
     inside = [v for t, v in chunks if t > step - window] or [chunks[-1][1]]
     out[s] = float(np.mean(inside))
   return out
+
+
+def trained_out(curves, seeds, step: int, **match) -> dict:
+  """The trained-out rule, shared by every verdict that says a model failed:
+  the failing `seeds`' training loss (curves.csv rows matching `match`) fell
+  by a median of less than FLAT over the last doubling of steps (step / 2 to
+  `step`). {flat, fall, seeds, step}; with no seed to judge it is flat (no
+  seed failed), with no curve it is not (nothing shows it stopped)."""
+  seeds = list(seeds)
+  if not seeds:
+    return _checked([], 0, step)
+  half = loss_before(curves, step // 2, seeds, **match)
+  end = loss_before(curves, step, seeds, **match)
+  return _checked([(half[s] - end[s]) / half[s] for s in seeds
+                   if s in half and s in end and half[s] > 0],
+                  len(seeds), step)
+
+
+def _checked(falls, seeds: int, step: int) -> dict:
+  fall = float(np.median(falls)) if falls else float('nan')
+  return {'flat': not seeds or bool(np.isfinite(fall) and fall < FLAT),
+          'fall': fall, 'falls': list(falls), 'seeds': seeds, 'step': step}
+
+
+def last_step(curves, **match) -> int:
+  """The last step the curves.csv rows matching `match` reach (0: none)."""
+  return max((int(r['step']) for r in curves
+              if all(str(r[k]) == str(v) for k, v in match.items())),
+             default=0)
+
+
+def failures_trained_out(curves, model: str, failures: dict) -> dict:
+  """The trained-out rule over seeds that failed at different lengths:
+  `failures` {seed: the length it failed}; each seed's fall is measured at
+  its own length, over the last doubling of that group's steps."""
+  falls, step = [], 0
+  for L in sorted(set(failures.values())):
+    seeds = [s for s, f in failures.items() if f == L]
+    last = last_step(curves, model=model, length=L)
+    step = max(step, last)
+    falls += trained_out(curves, seeds, last, model=model,
+                         length=L)['falls']
+  return _checked(falls, len(failures), step)
+
+
+def still_learning(check: dict) -> str:
+  """What `measured` says of a failure that is not trained out."""
+  fall = check['fall']
+  return (f'still learning at {check["step"]} steps: the training loss of '
+          f'the {check["seeds"]} failing seeds fell by a median '
+          + (f'{100 * fall:.1f}%' if np.isfinite(fall) else 'n/a (no curve)')
+          + f' over the last doubling (flat: under {FLAT:.0%})')
 
 
 def limit_is_a_wall(rows, curves, model: str, lengths, budgets) -> dict:
@@ -247,12 +346,8 @@ def limit_is_a_wall(rows, curves, model: str, lengths, budgets) -> dict:
   after = [stats.solved(large[model, L][s]) for s in seeds]
   rise = stats.sign_test(after, before, alternative='greater')
   stuck = [s for s, a in zip(seeds, after) if not a]
-  half = loss_before(curves, model, L, last // 2, stuck)
-  end = loss_before(curves, model, L, last, stuck)
-  falls = [(half[s] - end[s]) / half[s] for s in stuck if s in half
-           and s in end and half[s] > 0]
-  fall = float(np.median(falls)) if falls else float('nan')
-  flat = bool(np.isfinite(fall) and fall < FLAT)
+  check = trained_out(curves, stuck, last, model=model, length=L)
+  fall, flat = check['fall'], check['flat'] and bool(stuck)
   powered = 0.5 ** len(seeds) < stats.ALPHA
   if rise['p'] < stats.ALPHA:
     verdict = stats.NOT_HELD

@@ -62,6 +62,12 @@ class Config:
   learning_rate: float = _field(
       3e-3, 'Adam learning rate, no schedule', 'a finite number > 0',
       lambda flag, text, context: _rate(flag, text))
+  learning_rates: tuple[float, ...] = _field(
+      (), 'Adam learning rates trained side by side, one compiled program '
+      '(a grid on the ensemble axis, paired by seed); each group is judged '
+      'at the rate with the best validation accuracy. Empty: the one '
+      '--learning_rate', 'a comma list of distinct finite numbers > 0',
+      lambda flag, text, context: _rate_list(flag, text))
   d_model: int = _field(32, 'width shared by every model (embedding, state)',
                         _COUNT, _count)
   num_heads: int = _field(1, 'attention heads per layer',
@@ -94,6 +100,11 @@ class Config:
                             _COUNT, _count, defines_run=False)
   checkpoint_every: int = _field(500, 'steps between checkpoints', _COUNT,
                                  _count, defines_run=False)
+
+  @property
+  def rates(self) -> tuple[float, ...]:
+    """The learning-rate grid: --learning_rates, else --learning_rate."""
+    return self.learning_rates or (self.learning_rate,)
 
   def run_fields(self) -> dict:
     """The fields that define the results (compared when resuming)."""
@@ -147,6 +158,13 @@ def _rate(flag, text):
   return value
 
 
+def _rate_list(flag, text):
+  out = tuple(_rate(flag, item) for item in _list(flag, text))
+  if len(set(out)) != len(out):
+    raise ConfigError(f'--{flag}: values must be distinct, got {text!r}')
+  return out
+
+
 def _list(flag, text):
   items = [s.strip() for s in str(text).split(',')]
   if not text or not all(items):
@@ -192,6 +210,11 @@ def parse(defaults: Config, raw: dict, *, models=None,
              'min_length': min_length}
   updates = {name: _FIELDS[name].metadata['parse'](name, text, context)
              for name, text in raw.items() if text is not None}
+  if 'learning_rate' in updates and 'learning_rates' in updates:
+    raise ConfigError('--learning_rates: give either --learning_rate (one '
+                      'rate) or --learning_rates (a grid), not both')
+  if 'learning_rate' in updates:  # one rate given: the grid is that rate
+    updates['learning_rates'] = ()
   config = dataclasses.replace(defaults, **updates)
   if one_length and len(config.lengths) != 1:
     raise ConfigError(f'--lengths: --exp={config.exp} takes one length, got '

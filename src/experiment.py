@@ -60,7 +60,9 @@ import numpy as np
 from src import checkpoint as checkpoint_lib
 from src import models as models_lib
 from src import record
+from src import stats
 from src import sweep
+from src import tasks as tasks_lib
 from src import train as train_lib
 
 
@@ -126,7 +128,6 @@ def hparams_for(model: str, length: int, **extra) -> dict:
 def recipe(group: Group, config) -> dict:
   """All it takes to build a group's ensemble again: kept in the run's
   groups.json, read back by `train.build` here and in `analysis`."""
-  from src import tasks as tasks_lib
   task = tasks_lib.make_task(group.task, group.length, **group.task_params)
   overrides = group.model_kwargs()
   return {'model': group.model,
@@ -139,7 +140,7 @@ def recipe(group: Group, config) -> dict:
           'task': {'name': task.name, 'length': task.length, **task.params},
           'num_seeds': config.seeds, 'seed': config.seed,
           'batch_size': config.batch_size,
-          'learning_rate': config.learning_rate}
+          'learning_rates': list(config.rates)}
 
 
 def build(group: Group, config, **kwargs) -> train_lib.Ensemble:
@@ -161,15 +162,42 @@ class Timing:
   diverged: np.ndarray  # per seed: a non-finite loss at some step
 
 
+def power_warning(module, config) -> str | None:
+  """One line when a planned test (`module.planned_tests(config)`: (family,
+  seeds, alternative) each) cannot say held or did not hold whatever the
+  data: within a family of m tests, Holm's best case is m times the smallest
+  p its seeds allow. None when every test can."""
+  planned = getattr(module, 'planned_tests', lambda config: [])(config)
+  families = {}
+  for family, n, alternative in planned:
+    families.setdefault(family, []).append((n, alternative))
+  weak = []
+  for family, tests in families.items():
+    m = len(tests)
+    for n, alternative in set(tests):
+      if m * stats.smallest_p(n, alternative) >= stats.ALPHA:
+        need = next(k for k in range(n, 64) if m * stats.smallest_p(
+            k, alternative) < stats.ALPHA)
+        weak.append(f'"{family}" ({m} test{"s" if m > 1 else ""} on {n} '
+                    f'seeds: at best p = {m * stats.smallest_p(n, alternative):.3f}'
+                    f' after Holm; needs --seeds >= {need})')
+  if not weak:
+    return None
+  return ('warning: underpowered: these tests cannot reach p < '
+          f'{stats.ALPHA} whatever the data, and will read "inconclusive '
+          '(underpowered)": ' + '; '.join(weak))
+
+
 # -- the runner -------------------------------------------------------------------
 
 def run(module, config, run_dir, *, stop=None) -> dict:
   """Runs experiment `module` into `run_dir`; returns its summary."""
   if hasattr(module, 'cells'):
     return _run_cells(module, config, run_dir, stop)
-  tables = {name: record.ResultsCsv(run_dir.path / name, columns)
-            for name, columns in getattr(module, 'TABLES', {}).items()}
-  results = record.ResultsCsv(run_dir.path / 'results.csv', module.COLUMNS)
+  tables = {name: record.ResultsCsv(run_dir.path / name, with_rates(cols))
+            for name, cols in getattr(module, 'TABLES', {}).items()}
+  results = record.ResultsCsv(run_dir.path / 'results.csv',
+                              with_rates(module.COLUMNS))
   groups = module.groups(config)
   steps = max(max(g.budgets or (config.steps,)) for g in groups)
   sweeper = sweep.Sweep(
@@ -193,27 +221,102 @@ def run(module, config, run_dir, *, stop=None) -> dict:
       ensemble = ensemble or build(g, config)
       if params is None:
         params = _restore_params(ensemble, run_dir.checkpoint_dir / g.name)
+        rate = selected_rate(g, results.rows)
+        if params is not None and rate is not None:
+          params = ensemble.rate_first(params,
+                                       config.rates.index(float(rate)))
       if params is not None:
         kept[g.name] = module.keep(g, ensemble, params, config)
-  return finish(module, config, run_dir, results.rows, kept=kept,
-                tables={k: t.rows for k, t in tables.items()},
-                curves=sweeper.curves.rows)
+  rates = {g.name: selected_rate(g, results.rows) for g in groups}
+  chosen = lambda rows: [r for r in rows if r.get('selected') != '0']
+  summary = finish(
+      module, config, run_dir, chosen(results.rows), kept=kept,
+      tables={k: chosen(t.rows) for k, t in tables.items()},
+      curves=[c for c in sweeper.curves.rows
+              if c.get('learning_rate', '') in ('', rates[c['group']])],
+      learning_rates=_rate_summary(config, groups, results.rows))
+  return summary
+
+
+# The runner's columns in results.csv (and an experiment's other tables):
+# each row's learning rate, whether it is its group's selected rate, and the
+# validation accuracy of its seed at that rate (empty with a single rate).
+RATE_COLUMNS = ('learning_rate', 'selected', 'validation_accuracy')
+
+
+def with_rates(columns) -> list[str]:
+  return list(columns) + [c for c in RATE_COLUMNS if c not in columns]
+
+
+def _matches(g: Group, row: dict) -> bool:
+  return all(row[k] == str(v) for k, v in g.key.items())
+
+
+def selected_rate(g: Group, rows) -> str | None:
+  """The learning rate (as results.csv writes it) selected for group `g`
+  at its largest budget; None before it has rows."""
+  picks = [r for r in rows if _matches(g, r) and r.get('selected') != '0']
+  if not picks:
+    return None
+  return max(picks, key=lambda r: int(r.get('steps') or 0))['learning_rate']
+
+
+def _rate_summary(config, groups, rows) -> dict:
+  """Per group (and budget), the rate selected and every rate's mean
+  validation accuracy: the tuning, in summary.json."""
+  if len(config.rates) < 2:
+    return {'grid': list(config.rates), 'rule': 'one rate: no selection'}
+  out = {'grid': list(config.rates),
+         'rule': 'per group (and budget): the rate with the best mean '
+                 'validation accuracy over the seeds, on fresh strings '
+                 'disjoint from training, test and curve strings; ties: the '
+                 'smaller rate', 'selected': {}}
+  for g in groups:
+    for budget in g.budgets or (None,):
+      mine = [r for r in rows if _matches(g, r) and (
+          budget is None or r.get('steps') == str(budget))]
+      if not mine:
+        continue
+      by_rate = {}
+      for r in mine:
+        if r.get('validation_accuracy', '') != '':
+          by_rate.setdefault(float(r['learning_rate']), {})[r['seed']] = \
+              float(r['validation_accuracy'])
+      pick = next(float(r['learning_rate']) for r in mine
+                  if r.get('selected') == '1')
+      name = g.name if budget is None else f'{g.name}@{budget}'
+      out['selected'][name] = {
+          'learning_rate': pick,
+          'validation_accuracy': {f'{k:g}': float(np.mean(list(v.values())))
+                                  for k, v in sorted(by_rate.items())}}
+  return out
+
+
+def select_rate(validation_accuracy, num_seeds: int) -> int:
+  """The index of the rate with the best mean validation accuracy over the
+  seeds (ties: the first, the smallest rate of a sorted grid)."""
+  acc = np.asarray(validation_accuracy, float).reshape(-1, num_seeds)
+  return int(np.argmax(np.nan_to_num(acc, nan=-1.0).mean(axis=1)))
 
 
 def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
                       tables):
-  """Trains `g` to `budget`, measures it, logs and writes its rows; returns
-  its final parameters."""
-  num_seeds = ensemble.num_seeds
+  """Trains `g` to `budget` (every rate of the grid), measures it, selects
+  its rate on validation strings, logs and writes its rows; returns its
+  final parameters."""
+  S, rates = ensemble.num_seeds, ensemble.learning_rates
   on_chunk = getattr(module, 'on_chunk', None)
 
-  def log_chunk(step, metrics, writer, seed_writers):
+  def log_chunk(step, metrics, writers, seed_writers):
     if on_chunk is None:
       return
     probe = (ensemble.unpad(metrics['probe']) if 'probe' in metrics
              else None)
-    _log_per_seed(writer, seed_writers,
-                  on_chunk(g, config, step, probe, writer), step)
+    for r in range(len(rates)):
+      writer = writers[r] if writers else None
+      _log_per_seed(writer, seed_writers[r] if writers else [],
+                    on_chunk(g, config, step, None if probe is None else
+                             ensemble.at_rate(probe, r), writer), step)
 
   trained = sweeper.train(g, ensemble, steps=budget, on_chunk=log_chunk)
   params = trained.state['params']
@@ -221,29 +324,56 @@ def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
   final = (module.measure(g, ensemble, params, config)
            if hasattr(module, 'measure') else
            ensemble.evaluate(params, num_examples=config.eval_examples))
-  timing = Timing(budget, trained.wall_s + time.perf_counter() - start,
-                  ensemble.compile_s, ensemble.num_params,
-                  ensemble.unpad(trained.state['diverged']))
-  if hasattr(module, 'final_scalars'):
-    for tag, values in module.final_scalars(g, config, final).items():
-      step, values = values if isinstance(values, tuple) else (budget,
-                                                               values)
-      _log_per_seed(trained.writer, trained.seed_writers, {tag: values},
-                    step)
+  validation = None
+  if len(rates) > 1:  # fresh strings neither training nor the tests see
+    validation = ensemble.evaluate(
+        params, stream=tasks_lib.VALIDATION_STREAM,
+        num_examples=config.eval_examples)['accuracy']
+  selected = 0 if validation is None else select_rate(validation, S)
+  wall_s = trained.wall_s + time.perf_counter() - start
+  diverged = ensemble.unpad(trained.state['diverged'])
   # The TensorBoard metrics first: a group with rows is never redone.
+  for r in range(len(rates)):
+    if hasattr(module, 'final_scalars'):
+      for tag, values in module.final_scalars(
+          g, config, ensemble.at_rate(final, r)).items():
+        step, values = values if isinstance(values, tuple) else (budget,
+                                                                 values)
+        _log_per_seed(trained.writers[r] if trained.writers else None,
+                      trained.seed_writers[r] if trained.writers else [],
+                      {tag: values}, step)
   accuracy = np.asarray(final['accuracy'], float)
-  trained.close(budget, accuracy.reshape(num_seeds, -1).mean(axis=1))
-  rows = module.rows(g, final, config, timing)
-  if isinstance(rows, dict):
-    for name, table in tables.items():
-      # Rows a killed run wrote before this group's results: not twice.
-      table.drop(lambda r: all(r[k] == str(v) for k, v in g.key.items()))
-      table.append(rows.get(name, []))
-    rows = rows['results.csv']
-  results.append(rows)
+  trained.close(budget, accuracy.reshape(len(accuracy), -1).mean(axis=1),
+                selected)
+  out = {}
+  for r, rate in enumerate(rates):
+    timing = Timing(budget, wall_s, ensemble.compile_s,
+                    ensemble.num_params, ensemble.at_rate(diverged, r))
+    rows = module.rows(g, ensemble.at_rate(final, r), config, timing)
+    valid = (None if validation is None
+             else ensemble.at_rate(validation, r))
+    tag = lambda row: {**row, 'learning_rate': rate,
+                       'selected': r == selected,
+                       'validation_accuracy': (
+                           '' if valid is None else
+                           valid[int(row['seed'])] if 'seed' in row
+                           else float(np.mean(valid)))}
+    for name, table in (rows if isinstance(rows, dict)
+                        else {'results.csv': rows}).items():
+      out.setdefault(name, []).extend(tag(row) for row in table)
+  for name, table in tables.items():
+    # Rows a killed run wrote before this group's results: not twice.
+    table.drop(lambda r: all(r[k] == str(v) for k, v in g.key.items()))
+    table.append(out.get(name, []))
+  results.append(out['results.csv'])
   if hasattr(module, 'line'):
-    sweeper.progress.say(module.line(g, final, config, timing))
-  return params
+    sweeper.progress.say(module.line(
+        g, ensemble.at_rate(final, selected), config,
+        Timing(budget, wall_s, ensemble.compile_s, ensemble.num_params,
+               ensemble.at_rate(diverged, selected)))
+        + (f' (lr {rates[selected]:g} of {len(rates)})'
+           if len(rates) > 1 else ''))
+  return ensemble.rate_first(params, selected)
 
 
 def _log_per_seed(writer, seed_writers, values: dict | None, step) -> None:
@@ -307,6 +437,10 @@ def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
   wanted = inspect.signature(summarize).parameters
   summary = summarize(config, rows, **{k: v for k, v in available.items()
                                        if k in wanted})
+  if 'learning_rates' in available:
+    summary['learning_rates'] = available['learning_rates']
+  if 'claims' in summary:  # tested claims: Holm within each family
+    summary['claims'] = stats.judge_families(summary['claims'])
   if 'wall_s' in module.COLUMNS and not hasattr(module, 'cells'):
     summary.update(training_time(module, config, rows))
   extra = available.get('kept', available.get('context', {}))

@@ -184,7 +184,21 @@ def check_only(plan: Plan, flags: Flags) -> None:
   except config_lib.ConfigError as e:
     fail(str(e))
   print(f'--exp={flags.exp}: the flags are valid; nothing was written')
+  warn_power(plan)
   sys.exit(0)
+
+
+def warn_power(plan: Plan) -> None:
+  """The one-line power warning of the experiment, or of each part."""
+  import experiments  # pylint: disable=import-outside-toplevel
+  from src import experiment
+  configs = plan.parts or {plan.config.exp: plan.config}
+  for name, config in configs.items():
+    module = (experiments.load(config.exp) if plan.parts
+              else plan.experiment)
+    warning = experiment.power_warning(module, config)
+    if warning:
+      print(f'{name}: {warning}' if plan.parts else warning, flush=True)
 
 
 def run_provenance(flags: Flags, devices=None, process_count=None) -> dict:
@@ -225,6 +239,7 @@ def run(plan: Plan, flags: Flags) -> None:
           f'{devices[0].platform} device(s) in {jax.process_count()} '
           f'process(es), workdir {plan.workdir}, checkpoints '
           f'{plan.checkpoint_dir}', flush=True)
+    warn_power(plan)
   stop = checkpoint_lib.StopRequest()
   stop.install()
   extra = {'provenance': run_provenance(flags, devices, jax.process_count())}

@@ -25,6 +25,17 @@ def groups(config, *, budgets: bool = False) -> list[experiment.Group]:
           for m in config.models for L in config.lengths]
 
 
+def planned_tests(config) -> list[tuple[str, int, str]]:
+  """(family, seeds, alternative) of every test the memory claims make:
+  each gated model against each plain one, paired by seed (src/claims.py)."""
+  from src import claims as claims_lib
+  family = lambda m: models_lib.get(m).family
+  gated = [m for m in config.models if family(m) == models_lib.GATED]
+  plain = [m for m in config.models if family(m) == models_lib.PLAIN]
+  return [(claims_lib.GATING_FAMILY, config.seeds, 'two-sided')
+          for _ in gated for _ in plain]
+
+
 def rows(group, final, config, timing) -> list[dict]:
   """One row per seed: its test accuracy and loss on fresh strings."""
   family = models_lib.get(group.model).family.name

@@ -170,6 +170,78 @@ def loglog_slope(x, y) -> float:
   return float(np.polyfit(x, y, 1)[0]) if len(x) > 1 else math.nan
 
 
+# -- families of tests -------------------------------------------------------------
+
+def holm(ps) -> list[float]:
+  """Holm's step-down adjusted p-values (Holm 1979), in the input order:
+  the k-th smallest of m is max over j <= k of (m - j + 1) p_(j), capped at
+  1. Rejecting where the adjusted p < alpha keeps the family-wise error at
+  alpha."""
+  ps = np.asarray(ps, float)
+  m = ps.size
+  order = np.argsort(ps, kind='stable')
+  adjusted = np.empty(m)
+  running = 0.0
+  for rank, i in enumerate(order):
+    running = max(running, min(1.0, (m - rank) * ps[i]))
+    adjusted[i] = running
+  return [float(a) for a in adjusted]
+
+
+def smallest_p(n: int, alternative: str = 'two-sided') -> float:
+  """The smallest p an exact sign (or binomial p = 1/2) test can give on n
+  paired seeds: every seed on one side."""
+  one = 0.5 ** n
+  return min(1.0, one if alternative != 'two-sided' else 2 * one)
+
+
+def underpowered(n: int) -> str:
+  return f'{INCONCLUSIVE} (underpowered: {n} seeds)'
+
+
+def judge_families(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
+  """The verdicts of the claims decided by a test, family by family.
+
+  A tested claim carries `p` (raw), `p_min` (the smallest p its test can
+  reach with its seeds), `seeds`, `if_significant` (its verdict when the
+  adjusted p < alpha) and `family` (the lesson claim it tests; a claim
+  without one is its own family). Within a family of m tests, p is Holm-
+  adjusted; the verdict is `if_significant` where the adjusted p < alpha,
+  else `inconclusive`, and `inconclusive (underpowered: n seeds)` where even
+  the best outcome (m * p_min, Holm's first step) could not clear alpha. A
+  claim whose verdict a rule already made inconclusive (a failure still
+  learning) stays so. Claims without a p (judged seed by seed) pass
+  unchanged."""
+  tested = [c for c in claims if c.get('p') is not None
+            and 'if_significant' in c]
+  families = {}
+  for c in tested:
+    families.setdefault(c.get('family') or c['claim'], []).append(c)
+  out = {id(c): c for c in claims}
+  for family, members in families.items():
+    adjusted = holm([m['p'] for m in members])
+    for c, p_adj in zip(members, adjusted):
+      size = len(members)
+      if size * c['p_min'] >= alpha:
+        verdict = underpowered(c['seeds'])
+      elif c.get('blocked'):
+        verdict = INCONCLUSIVE
+      elif p_adj < alpha:
+        verdict = c['if_significant']
+      else:
+        verdict = INCONCLUSIVE
+      out[id(c)] = {
+          **c, 'verdict': verdict, 'p_adjusted': p_adj,
+          'family_size': size,
+          'measured': f'{c["measured"]}; Holm-adjusted p = {fmt_p(p_adj)} '
+                      f'(raw {fmt_p(c["p"])}, family of {size})',
+          'note': f'{c["note"]}. Family "{family}": {size} test'
+                  f'{"s" if size > 1 else ""}, Holm-adjusted; held / did '
+                  f'not hold need adjusted p < {alpha}; the smallest p '
+                  f'{c["seeds"]} seeds allow is {fmt_p(c["p_min"])}'}
+  return [out[id(c)] for c in claims]
+
+
 def fmt_p(p: float) -> str:
   return 'n/a' if not np.isfinite(p) else (f'{p:.3f}' if p >= 0.001
                                            else f'{p:.1e}')

@@ -8,6 +8,8 @@ TensorBoard layout, one run per group and one per seed under it:
                          chunk, then the final test); the group's HParams
                          session
   tb/<group>/seed_<s>/   the same curves for seed s alone
+  With a grid of learning rates, each rate has these runs of its own under
+  the group: tb/<group>/lr3e-03/ and tb/<group>/lr3e-03/seed_<s>/.
   tb/summary/            the run's HParams experiment, the CUSTOM SCALARS
                          layout, config text, figures
   tb/summary/<line>/     the overview/ tags CUSTOM SCALARS draws, a run per
@@ -34,8 +36,8 @@ from src import record
 from src import stats
 from src import train as train_lib
 
-CURVE_COLUMNS = ['group', 'model', 'length', 'seed', 'step', 'train_loss',
-                 'train_accuracy', 'test_accuracy']
+CURVE_COLUMNS = ['group', 'model', 'length', 'seed', 'learning_rate', 'step',
+                 'train_loss', 'train_accuracy', 'test_accuracy']
 # The HParams metrics of every training group (seed means at the end).
 HPARAM_METRICS = ('test/accuracy', 'test/solved_fraction')
 OVERVIEW = 'overview'  # the prefix of the tags CUSTOM SCALARS draws
@@ -142,40 +144,48 @@ def overview_layout(groups, final_by_length: bool) -> list[tuple]:
   return categories
 
 
+def rate_label(rate: float) -> str:
+  """A learning rate in a run's or a folder's name: `lr3e-03`."""
+  return f'lr{rate:.0e}'
+
+
 @dataclasses.dataclass
 class GroupRun:
-  """A trained group: final state, what it cost, and its open writers."""
+  """A trained group: final state, what it cost, and its open writers, one
+  set per learning rate of the grid (the members r * S .. r * S + S - 1)."""
   state: dict
-  writer: object  # the group's TensorBoard writer (None on other processes)
-  seed_writers: list
+  writers: list  # per rate, its TensorBoard writer ([] on other processes)
+  seed_writers: list  # per rate, a writer per seed
   num_seeds: int
   wall_s: float
   compile_s: float
   resumed_from: int
   # overview(step, final accuracy per seed): the group's curves in the
-  # overview (None on other processes).
+  # overview, at the selected rate (None on other processes).
   overview: Callable | None = None
 
-  def close(self, step: int, test_accuracy=None) -> None:
-    """Logs the final test accuracy of every seed at `step`, if given (the
-    seed runs, the group's mean and solved fraction: its HParams metrics,
-    and the overview), and closes the group's writers (nothing to do on
-    other processes)."""
-    if self.writer is None:
+  def close(self, step: int, test_accuracy=None, selected: int = 0) -> None:
+    """Logs the final test accuracy of every member at `step`, if given (the
+    seed runs, each rate's mean and solved fraction: its HParams metrics,
+    and the overview of the `selected` rate), and closes the group's
+    writers (nothing to do on other processes)."""
+    if not self.writers:
       return
+    S = self.num_seeds
     if test_accuracy is not None:
-      acc = np.asarray(test_accuracy, float)[:self.num_seeds]
-      for s, w in enumerate(self.seed_writers):
-        w.add_scalar('test/accuracy', acc[s], step)
-      self.writer.add_scalar('test/accuracy', float(np.mean(acc)), step)
-      self.writer.add_scalar(
-          'test/solved_fraction',
-          stats.solved_fraction(acc)['fraction'], step)
+      acc_M = np.asarray(test_accuracy, float)
+      for r, (writer, seeds) in enumerate(zip(self.writers,
+                                              self.seed_writers)):
+        acc = acc_M[r * S:(r + 1) * S]
+        for s, w in enumerate(seeds):
+          w.add_scalar('test/accuracy', acc[s], step)
+        writer.add_scalar('test/accuracy', float(np.mean(acc)), step)
+        writer.add_scalar('test/solved_fraction',
+                          stats.solved_fraction(acc)['fraction'], step)
       if self.overview is not None:
-        self.overview(step, acc)
-    for w in self.seed_writers:
+        self.overview(step, acc_M[selected * S:(selected + 1) * S], selected)
+    for w in [w for seeds in self.seed_writers for w in seeds] + self.writers:
       w.close()
-    self.writer.close()
 
 
 def session_name(group) -> str:
@@ -221,7 +231,8 @@ class Sweep:
       writer = record.tb_writer(run_dir.path / 'tb' / 'summary',
                                 filename_suffix='.layout')
       record.write_hparams_experiment(
-          writer, [g.hparams for g in self.groups],
+          writer, [{**g.hparams, 'learning_rate': rate} for g in self.groups
+                   for rate in config.rates],
           {m: self.describe(m) for m in HPARAM_METRICS})
       record.write_custom_scalars(
           writer, overview_layout(self.groups, self.final_by_length))
@@ -274,33 +285,40 @@ class Sweep:
     if start < steps:  # the chunks a kill left past the checkpoint
       self.curves.drop(lambda r: r['group'] == group.name
                        and int(r['step']) > start)
-    num_seeds = ensemble.num_seeds
-    writer, seed_writers = None, []
+    S, rates = ensemble.num_seeds, ensemble.learning_rates
+    writers, seed_writers = [], []
     if run.is_writer:
       record.update_json(run.path / 'groups.json', group.name,
                          getattr(ensemble, 'recipe', None))
       # Steps a killed run logged past its checkpoint (or, before the
       # first one, any) are hidden: TensorBoard shows each step once.
       purge = start + 1
-      writer = record.tb_writer(run.path / 'tb' / group.name,
-                                purge_step=purge, describe=self.describe)
-      seed_writers = [record.tb_writer(run.path / 'tb' / group.name /
-                                       f'seed_{s}', purge_step=purge,
-                                       describe=self.describe)
-                      for s in range(num_seeds)]
-      if not start:
-        record.write_hparams_session(writer, group.hparams,
-                                     session_name(group))
+      for rate in rates:
+        folder = run.path / 'tb' / group.name
+        folder = folder / rate_label(rate) if len(rates) > 1 else folder
+        writer = record.tb_writer(folder, purge_step=purge,
+                                  describe=self.describe)
+        writers.append(writer)
+        seed_writers.append([record.tb_writer(
+            folder / f'seed_{s}', purge_step=purge, describe=self.describe)
+                             for s in range(S)])
+        if not start:
+          name = session_name(group) + (f' {rate_label(rate)}'
+                                        if len(rates) > 1 else '')
+          record.write_hparams_session(
+              writer, {**group.hparams, 'learning_rate': rate}, name)
     self._count(group, start, group.name)
 
     def log_chunk(step, metrics):
       metrics = distributed.to_host(metrics)
-      loss_SxT = metrics['loss'][:num_seeds]
-      acc_SxT = metrics['accuracy'][:num_seeds]
-      num_steps = loss_SxT.shape[1]
-      test_S = (metrics['test_accuracy'][:num_seeds]
+      loss_MxT = metrics['loss'][:S * len(rates)]
+      acc_MxT = metrics['accuracy'][:S * len(rates)]
+      num_steps = loss_MxT.shape[1]
+      test_M = (metrics['test_accuracy'][:S * len(rates)]
                 if 'test_accuracy' in metrics else None)
-      if writer is not None:
+      for r, writer in enumerate(writers):
+        rate = slice(r * S, (r + 1) * S)
+        loss_SxT, acc_SxT = loss_MxT[rate], acc_MxT[rate]
         # Seed-mean curves; a diverged seed would swamp the mean.
         finite = np.isfinite(loss_SxT).all(axis=1)
         loss_T = loss_SxT[finite].mean(0) if finite.any() else loss_SxT.mean(0)
@@ -309,32 +327,31 @@ class Sweep:
           s = step - num_steps + t + 1
           writer.add_scalars_at({'train/loss': loss_T[t],
                                  'train/accuracy': acc_T[t]}, s)
-          for i, w in enumerate(seed_writers):
+          for i, w in enumerate(seed_writers[r]):
             w.add_scalars_at({'train/loss': loss_SxT[i, t],
                               'train/accuracy': acc_SxT[i, t]}, s)
         # The last chunk's point is the final test (GroupRun.close).
-        if test_S is not None and step < steps:
+        if test_M is not None and step < steps:
+          test_S = test_M[rate]
           writer.add_scalar('test/accuracy', test_S.mean(), step)
           writer.add_scalar('test/solved_fraction',
                             stats.solved_fraction(test_S)['fraction'], step)
-          for i, w in enumerate(seed_writers):
+          for i, w in enumerate(seed_writers[r]):
             w.add_scalar('test/accuracy', test_S[i], step)
       self.curves.append([dict(
-          group=group.name, model=group.model, length=group.length, seed=i,
-          step=step, train_loss=loss_SxT[i].mean(),
-          train_accuracy=acc_SxT[i].mean(),
-          test_accuracy='' if test_S is None else test_S[i])
-                          for i in range(num_seeds)])
+          group=group.name, model=group.model, length=group.length,
+          seed=m % S, learning_rate=rates[m // S], step=step,
+          train_loss=loss_MxT[m].mean(), train_accuracy=acc_MxT[m].mean(),
+          test_accuracy='' if test_M is None else test_M[m])
+                          for m in range(S * len(rates))])
       if on_chunk is not None:
-        on_chunk(step, metrics, writer, seed_writers)
+        on_chunk(step, metrics, writers, seed_writers)
       if os.environ.get('SEARCHLIGHT_FAULT_KILL_AT') == f'{group.name}@{step}':
-        if writer is not None:
-          writer.flush()  # the events past the last checkpoint must be purged
-          for w in seed_writers:
-            w.flush()
+        for w in writers + [w for ws in seed_writers for w in ws]:
+          w.flush()  # the events past the last checkpoint must be purged
         os.kill(os.getpid(), signal.SIGKILL)  # tests: die as a preempted VM
       self._count(group, step, f'{group.name} step {step}/{steps} '
-                  f'loss {np.nanmean(loss_SxT[:, -1]):.3f}')
+                  f'loss {np.nanmean(loss_MxT[:, -1]):.3f}')
 
     try:
       state = train_lib.fit(
@@ -343,18 +360,19 @@ class Sweep:
           checkpoint_every=config.checkpoint_every, on_chunk=log_chunk,
           stop=self.stop, where=group.name)
     except BaseException:
-      for w in ([writer] if writer is not None else []) + seed_writers:
+      for w in writers + [w for ws in seed_writers for w in ws]:
         w.close()
       raise
     finally:
       checkpoints.close()
     overview = (functools.partial(self._overview, group)
-                if writer is not None else None)
-    return GroupRun(state, writer, seed_writers, num_seeds,
+                if writers else None)
+    return GroupRun(state, writers, seed_writers, S,
                     time.perf_counter() - start_time, ensemble.compile_s,
                     start, overview)
 
-  def _overview(self, group, step: int, final_S: np.ndarray) -> None:
+  def _overview(self, group, step: int, final_S: np.ndarray,
+                selected: int = 0) -> None:
     """The group's test curves under the summary run, for CUSTOM SCALARS:
     each seed, the mean and the solved fraction at every chunk since the
     last budget, from curves.csv (so a resumed group's are whole), the final
@@ -362,11 +380,12 @@ class Sweep:
     run, so each line is its own run: `summary/L010` (a length's mean and
     solved fraction), `summary/seed_3`, `summary/<model>` (the finding).
     Its own event files, written again (not twice) if a kill makes the
-    group close again."""
+    group close again. With a grid of rates, the `selected` rate's."""
     since = max([b for b in group.budgets if b < step], default=0)
-    curve = {}
+    curve, rate = {}, self.config.rates[selected]
     for r in self.curves.rows:
       if (r['group'] == group.name and r['test_accuracy'] != ''
+          and float(r['learning_rate'] or rate) == rate
           and since < int(r['step']) < step):
         curve.setdefault(int(r['step']), {})[int(r['seed'])] = float(
             r['test_accuracy'])

@@ -27,8 +27,10 @@ FIRST_FILLER = 3  # memory task: filler ids FIRST_FILLER .. FIRST_FILLER + num_f
 MIN_LENGTH = 3  # first symbol, at least one filler, query
 
 # Independent data streams drawn from one seed's data key: training, the
-# final test, the experiments' probes, and the test curve during training.
+# final test, the experiments' probes, the test curve during training, and
+# the validation strings a learning rate is selected on.
 TRAIN_STREAM, EVAL_STREAM, PROBE_STREAM, CURVE_STREAM = 0, 1, 2, 3
+VALIDATION_STREAM = 4
 
 
 def _mix(x):
@@ -254,6 +256,56 @@ def recall_batch(key, batch_size: int, length: int, num_pairs: int,
   labels = jnp.full((B, length), -1, jnp.int32).at[rows, query_BxP].set(
       asked_values)
   return tokens.astype(jnp.int32), labels.astype(jnp.int32)
+# -- routing against transforming (routing) ------------------------------------
+# Tokens: the first symbol's alphabet 0..k-1, the second's k..2k-1 (its slot
+# is its tag: a symbol is found by its content wherever it stands), the
+# query 2k, then neutral filler.
+ROUTING_FUNCTIONS = {
+    'copy': lambda a, b, k: a,  # routing alone: the control
+    'xor': lambda a, b, k: a ^ b,  # two classes (k = 2)
+    'sum': lambda a, b, k: (a + b) % k,
+}
+
+
+def routing_vocab_size(k: int, num_filler: int) -> int:
+  return 2 * k + 1 + num_filler
+
+
+def routing_batch(key, batch_size: int, length: int, function: str, k: int,
+                  num_filler: int, tagged: bool):
+  """Two symbols a, b in 0..k-1 (a from the first alphabet, b from the
+  second), filler, the query at L-1; label = function(a, b). Untagged, a
+  stands at position 0 and b at 1; tagged, at two distinct random positions
+  in 0..L-2 (either order), found only by their alphabets.
+
+  Returns (tokens_BxL, labels_B).
+  """
+  if length < 4:
+    raise ValueError(f'routing task length must be >= 4, got {length}')
+  k_a, k_b, k_first, k_second, k_fill = split(key, 5)
+  a = randint(k_a, (batch_size,), 0, k)
+  b = randint(k_b, (batch_size,), 0, k)
+  if tagged:
+    first = randint(k_first, (batch_size,), 0, length - 1)
+    second = randint(k_second, (batch_size,), 0, length - 2)
+    second = second + (second >= first)  # distinct from the first
+  else:
+    first = jnp.zeros((batch_size,), jnp.int32)
+    second = jnp.ones((batch_size,), jnp.int32)
+  positions = jnp.arange(length)[None, :]
+  tokens = randint(k_fill, (batch_size, length), 2 * k + 1,
+                   2 * k + 1 + num_filler)
+  tokens = jnp.where(positions == first[:, None], a[:, None], tokens)
+  tokens = jnp.where(positions == second[:, None], k + b[:, None], tokens)
+  tokens = tokens.at[:, -1].set(2 * k)
+  label = ROUTING_FUNCTIONS[function](a, b, k)
+  return tokens.astype(jnp.int32), label.astype(jnp.int32)
+
+
+def routing_positions(tokens_BxL, k: int):
+  """(first_B, second_B): where the two symbols stand."""
+  return (jnp.argmax(tokens_BxL < k, axis=1),
+          jnp.argmax((tokens_BxL >= k) & (tokens_BxL < 2 * k), axis=1))
 
 
 # -- tasks: what the trainer needs of each -----------------------------------------
@@ -315,9 +367,28 @@ def recall_task(length: int, num_pairs: int, vocab: int) -> Task:
       {'num_pairs': num_pairs, 'vocab': vocab})
 
 
+def routing_task(length: int, function: str, k: int, num_filler: int,
+                 tagged: bool) -> Task:
+  """A function of two gathered symbols (copy, xor, sum mod k), at fixed
+  positions or tagged at random ones."""
+  if function not in ROUTING_FUNCTIONS:
+    raise ValueError(f'routing function must be one of '
+                     f'{", ".join(ROUTING_FUNCTIONS)}, got {function!r}')
+  if k < 2 or (function == 'xor' and k != 2):
+    raise ValueError(f'routing task: k must be >= 2 (2 for xor), got {k}')
+  if length < 4:
+    raise ValueError(f'routing task length must be >= 4, got {length}')
+  return Task(
+      'routing', length, routing_vocab_size(k, num_filler), k,
+      lambda key, n: routing_batch(key, n, length, function, k, num_filler,
+                                   tagged),
+      {'function': function, 'k': k, 'num_filler': num_filler,
+       'tagged': tagged})
+
+
 TASKS = {'memory': memory_task, 'two_symbol': two_symbol_task,
-         'induction': induction_task, 'recall': recall_task,
-         'trigger_induction': trigger_induction_task}
+         'induction': induction_task, 'routing': routing_task,
+         'recall': recall_task, 'trigger_induction': trigger_induction_task}
 
 
 def make_task(name: str, length: int, **params) -> Task:

@@ -1,11 +1,15 @@
 """The ensemble trainer: all seeds of one (model, task) group in one program.
 
-Seeds ride a `vmap` axis sharded over the devices, steps run in `lax.scan`
+Seeds and learning rates ride one `vmap` axis (the members: every (rate,
+seed) pair, rate-major) sharded over the devices, steps run in `lax.scan`
 chunks, training strings are drawn on the device from `fold_in(key, step)`,
-and the train state is donated. The Python loop only runs between chunks: it
-logs, checkpoints and listens for preemption there.
+and the train state is donated. Member (r, s) starts from seed s's
+initialisation and draws seed s's strings, so the rates of a seed are paired.
+The Python loop only runs between chunks: it logs, checkpoints and listens
+for preemption there.
 
-Shape legend: S seeds (ensemble axis), B batch, L length, T steps in a chunk.
+Shape legend: S members (seeds, or (rate, seed) pairs: the ensemble axis), B
+batch, L length, T steps in a chunk.
 """
 
 import functools
@@ -51,22 +55,35 @@ def padded_seeds(num_seeds: int, num_devices: int,
   return max(min_local, -(-num_seeds // num_devices)) * num_devices
 
 
-def seed_keys(seed: int, num_seeds: int) -> tuple[jax.Array, jax.Array]:
+def seed_keys(seed: int, num_seeds: int,
+              index=None) -> tuple[jax.Array, jax.Array]:
   """(init_keys_S, data_keys_S): seed i's keys depend only on (seed, i), so
-  padding or sharding the ensemble never changes a seed's run."""
+  padding or sharding the ensemble never changes a seed's run. `index`: the
+  seed index of each member (default 0..num_seeds-1)."""
   base = jax.random.key(seed)
+  index = jnp.arange(num_seeds) if index is None else jnp.asarray(index)
   keys = jax.vmap(lambda i: jax.random.split(jax.random.fold_in(base, i)))(
-      jnp.arange(num_seeds))
+      index)
   return keys[:, 0], keys[:, 1]
 
 
-def adam(learning_rate: float, b1: float = 0.9, b2: float = 0.999,
+def member_seeds(num_seeds: int, num_rates: int, padded: int) -> np.ndarray:
+  """The seed index of each member: member r * num_seeds + s is seed s at
+  rate r; a padding member past them gets an index of its own (its results
+  are dropped)."""
+  real = num_seeds * num_rates
+  return np.concatenate([np.tile(np.arange(num_seeds), num_rates),
+                         np.arange(real, padded)]).astype(np.int32)
+
+
+def adam(learning_rate, b1: float = 0.9, b2: float = 0.999,
          eps: float = 1e-8) -> optax.GradientTransformation:
   """Adam as `optax.adam` computes it, with the bias corrections applied as
   explicit reciprocals. optax divides by a per-seed scalar, and XLA rewrites
   that division into a reciprocal multiply in some programs (one device) but
   not in others (several), which made 1-device and 4-device runs differ in the
-  last bit. Tests check it against `optax.adam`."""
+  last bit. Tests check it against `optax.adam`. `learning_rate` may be a
+  traced scalar (a member's rate on the ensemble axis)."""
   def init(params):
     zeros = lambda: jax.tree.map(jnp.zeros_like, params)
     return optax.ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=zeros(),
@@ -144,7 +161,7 @@ class Ensemble:
   def __init__(self, model_fn: Callable[[nnx.Rngs], nnx.Module],
                task: tasks_lib.Task,
                *, num_seeds: int, seed: int, batch_size: int,
-               learning_rate: float, mesh: jax.sharding.Mesh | None = None,
+               learning_rates, mesh: jax.sharding.Mesh | None = None,
                probe: Callable | None = None, probe_examples: int = 512,
                curve_examples: int | None = None,
                min_local_seeds: int = MIN_LOCAL_SEEDS):
@@ -156,20 +173,29 @@ class Ensemble:
     # probe(model, tokens, labels) -> pytree, measured on a fixed batch at the
     # end of every chunk, inside the compiled program.
     self.probe, self.probe_examples = probe, probe_examples
+    # The rates of the grid; member r * num_seeds + s is seed s at rate r.
+    self.learning_rates = tuple(
+        float(r) for r in np.atleast_1d(np.asarray(learning_rates, float)))
     self.num_seeds = num_seeds
+    self.num_members = num_seeds * len(self.learning_rates)
     self.batch_size = batch_size
     self.mesh = mesh or seed_mesh()
-    self.padded = padded_seeds(num_seeds, self.mesh.size, min_local_seeds)
+    self.padded = padded_seeds(self.num_members, self.mesh.size,
+                               min_local_seeds)
     self.graphdef, abstract_params = nnx.split(
         nnx.eval_shape(lambda: model_fn(rngs=nnx.Rngs(0))))
     self.num_params = sum(x.size for x in jax.tree.leaves(abstract_params))
-    self.tx = adam(learning_rate)
+    self.tx = adam(self.learning_rates[0])  # its state: the same at any rate
     self.model_fn = model_fn
-    init_keys, data_keys = seed_keys(seed, self.padded)
+    index = member_seeds(num_seeds, len(self.learning_rates), self.padded)
+    init_keys, data_keys = seed_keys(seed, self.padded, index)
     self._init_keys = init_keys
     self.seed_sharding = NamedSharding(self.mesh, P(SEED_AXIS))
     # Raw key data on the seed axis; programs wrap it back into typed keys.
     self._data_keys = self.place(jax.random.key_data(data_keys))
+    rates = np.full(self.padded, self.learning_rates[0], np.float32)
+    rates[:self.num_members] = np.repeat(self.learning_rates, num_seeds)
+    self._rates = self.place(rates)
     self.compile_s = 0.0
     self._compiled = {}
 
@@ -183,10 +209,10 @@ class Ensemble:
     return {'params': params, 'opt_state': self.tx.init(params),
             'diverged': jnp.zeros((), bool)}
 
-  def _train_chunk(self, state, data_keys_S, start_step, num_steps):
-    def one_seed(seed_state, data_key):
-      step = functools.partial(train_step, self.graphdef, self.tx, self.task,
-                               self.batch_size, data_key=data_key)
+  def _train_chunk(self, state, data_keys_S, rates_S, start_step, num_steps):
+    def one_seed(seed_state, data_key, rate):
+      step = functools.partial(train_step, self.graphdef, adam(rate),
+                               self.task, self.batch_size, data_key=data_key)
       carry = (seed_state['params'], seed_state['opt_state'],
                seed_state['diverged'])
       steps_T = start_step + jnp.arange(num_steps)
@@ -207,7 +233,8 @@ class Ensemble:
       return ({'params': params, 'opt_state': opt_state,
                'diverged': diverged}, metrics)
 
-    return jax.vmap(one_seed)(state, jax.random.wrap_key_data(data_keys_S))
+    return jax.vmap(one_seed)(state, jax.random.wrap_key_data(data_keys_S),
+                              rates_S)
 
   def _measure_one(self, params, data_key, fn, stream, num_examples):
     tokens_BxL, labels_B = self.task.sample(
@@ -292,13 +319,14 @@ class Ensemble:
     return jax.tree.map(put, tree)
 
   def train_chunk(self, state, start_step: int, num_steps: int):
-    """Trains every seed for `num_steps` steps; returns (state, metrics_SxT)."""
-    keys = self._data_keys
+    """Trains every member for `num_steps` steps; returns (state,
+    metrics_SxT)."""
+    keys, rates = self._data_keys, self._rates
     start = np.int32(start_step)
     fn = self._compile(('train', num_steps), self._per_device(
-        functools.partial(self._train_chunk, num_steps=num_steps), 2),
-                       state, keys, start, donate=(0,))
-    return fn(state, keys, start)
+        functools.partial(self._train_chunk, num_steps=num_steps), 3),
+                       state, keys, rates, start, donate=(0,))
+    return fn(state, keys, rates, start)
 
   def measure(self, params, fn, *, stream=tasks_lib.EVAL_STREAM,
               num_examples: int = 2048) -> dict:
@@ -321,14 +349,35 @@ class Ensemble:
                         num_examples=num_examples)
 
   def unpad(self, tree: Any) -> Any:
-    """Drops the padding seeds from a seed-stacked pytree (on the host)."""
-    return jax.tree.map(lambda x: x[:self.num_seeds],
+    """Drops the padding members from a member-stacked pytree (on the
+    host)."""
+    return jax.tree.map(lambda x: x[:self.num_members],
                         distributed.to_host(tree))
+
+  def at_rate(self, tree: Any, rate_index: int) -> Any:
+    """The members of rate `rate_index`, one per seed, from an unpadded
+    member-stacked pytree (on the host)."""
+    S = self.num_seeds
+    return jax.tree.map(lambda x: np.asarray(x)[rate_index * S:
+                                                (rate_index + 1) * S], tree)
+
+  def rate_first(self, params, rate_index: int):
+    """`params` with rate `rate_index`'s members moved to the front (members
+    0..S-1 are then its seeds); the shape, and so every compiled program,
+    stays the same."""
+    if not rate_index:
+      return params
+    shift = rate_index * self.num_seeds
+    roll = jax.jit(lambda t: jax.tree.map(
+        lambda x: jnp.roll(x, -shift, axis=0), t),
+                   out_shardings=self.seed_sharding)
+    return roll(params)
 
 
 def build(recipe: dict, **kwargs) -> Ensemble:
   """The ensemble a recipe describes (a group's, as groups.json keeps it:
-  model, model_kwargs, task, num_seeds, seed, batch_size, learning_rate).
+  model, model_kwargs, task, num_seeds, seed, batch_size, learning_rates; an
+  older recipe's single learning_rate is a grid of one).
   The runner trains from it and `analysis.load_seed` rebuilds from it;
   `kwargs` are the ensemble's own (probe, mesh, ...)."""
   task = dict(recipe['task'])
@@ -338,7 +387,8 @@ def build(recipe: dict, **kwargs) -> Ensemble:
                                          **recipe['model_kwargs'], rngs=rngs),
       task, num_seeds=recipe['num_seeds'], seed=recipe['seed'],
       batch_size=recipe['batch_size'],
-      learning_rate=recipe['learning_rate'], **kwargs)
+      learning_rates=recipe.get('learning_rates',
+                                [recipe.get('learning_rate')]), **kwargs)
 
 
 EVAL_CHUNK = 256  # test strings per forward pass in `evaluate`

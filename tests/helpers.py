@@ -15,9 +15,20 @@ TINY = ['--models=attention,rnn', '--lengths=3,6', '--seeds=2', '--steps=40',
         '--eval_examples=64']
 
 
+def cached(args) -> list:
+  """`args` with the session's compilation cache (tests/conftest.py), unless
+  they name one."""
+  cache = os.environ.get('SEARCHLIGHT_TEST_COMPILATION_CACHE')
+  if cache is None or any(str(a).startswith('--compilation_cache_dir')
+                          for a in args):
+    return list(args)
+  return [*args, f'--compilation_cache_dir={cache}']
+
+
 def run_py(*args, env=None, timeout=300, **kwargs):
   full_env = dict(os.environ, JAX_PLATFORMS='cpu', **(env or {}))
-  return subprocess.run([sys.executable, str(ROOT / 'run.py'), *args],
+  return subprocess.run([sys.executable, str(ROOT / 'run.py'),
+                         *cached(args)],
                         capture_output=True, text=True, cwd=ROOT,
                         env=full_env, timeout=timeout, **kwargs)
 
@@ -33,7 +44,8 @@ _NO_BACKEND = ("import runpy, sys, jax; "
 def run_py_without_backend(*args, timeout=300):
   """`run.py ARGS` in a process that cannot start a JAX backend."""
   return subprocess.run(
-      [sys.executable, '-c', _NO_BACKEND, str(ROOT / 'run.py'), *args],
+      [sys.executable, '-c', _NO_BACKEND, str(ROOT / 'run.py'),
+       *cached(args)],
       capture_output=True, text=True, cwd=ROOT, timeout=timeout,
       env=dict(os.environ, JAX_PLATFORMS='cpu'))
 

@@ -16,7 +16,9 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTS = ['tests/test_stats.py', 'tests/test_verdicts.py',
          'tests/test_attention.py::'
-         'test_rows_label_the_classes_by_their_first_symbol']
+         'test_rows_label_the_classes_by_their_first_symbol',
+         'tests/test_tuning.py', '-k', 'not run_py and not judged_at_it and '
+         'not together and not trains_as']
 
 # name: (file, exact text, its mutation)
 MUTANTS = {
@@ -39,6 +41,22 @@ MUTANTS = {
     'the "both" bug of the old dispersed rule': (
         'experiments/attention.py', "return 'both' if dispersed else",
         "return 'B' if dispersed else"),
+    'Holm: raw p judged, not the adjusted one': (
+        'src/stats.py', '      elif p_adj < alpha:',
+        "      elif c['p'] < alpha:"),
+    'Holm: no step-down maximum': (
+        'src/stats.py', 'running = max(running, min(1.0, (m - rank) * ps[i]))',
+        'running = min(1.0, (m - rank) * ps[i])'),
+    'power: the underpowered check dropped': (
+        'src/stats.py', "      if size * c['p_min'] >= alpha:",
+        '      if False:'),
+    'trained out: a still-falling loss accepted': (
+        'src/claims.py', "'flat': not seeds or bool(np.isfinite(fall) and "
+        "fall < FLAT)", "'flat': True"),
+    'tuning: the worst rate selected': (
+        'src/experiment.py', 'return int(np.argmax(np.nan_to_num(acc, '
+        'nan=-1.0).mean(axis=1)))', 'return int(np.argmin(np.nan_to_num('
+        'acc, nan=-1.0).mean(axis=1)))'),
 }
 
 

@@ -7,8 +7,8 @@ import re
 from tests.helpers import (assert_figure, read_csv, run_py,
                            run_py_without_backend)
 
-VERDICT = re.compile(r'^(held|did not hold|inconclusive|held in \d+ of \d+ '
-                     r'seeds)$')
+VERDICT = re.compile(r'^(held|did not hold|inconclusive|inconclusive '
+                     r'\(underpowered: \d+ seeds\)|held in \d+ of \d+ seeds)$')
 
 
 def test_budget_one_run_serves_every_budget(tmp_path):

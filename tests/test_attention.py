@@ -10,7 +10,7 @@ import pytest
 from flax import nnx
 
 from experiments import attention
-from src import models, probes, tasks
+from src import experiment, models, probes, tasks
 from tests.helpers import read_csv, run_py, scalars
 
 
@@ -95,7 +95,8 @@ def tiny_run(tmp_path_factory):
 def test_end_to_end_files(tiny_run):
   run, proc = tiny_run
   rows = read_csv(run / 'results.csv')
-  assert list(rows[0]) == attention.COLUMNS
+  assert list(rows[0]) == experiment.with_rates(
+      attention.COLUMNS)
   assert {r['model'] for r in rows} == {'attention'}
   assert [(r['seed'], r['first_symbol']) for r in rows] == [
       ('0', 'A'), ('0', 'B'), ('1', 'A'), ('1', 'B')]

@@ -7,7 +7,7 @@ from tests.helpers import run_py
 
 CASES = [
     (['--exp=nope'], '--exp', 'distance'),
-    (['--models=lstm,transformer'], '--models', ','.join(models.names())),
+    (['--models=lstm,no_such_model'], '--models', ','.join(models.names())),
     (['--models='], '--models', 'comma-separated'),
     (['--lengths='], '--lengths', 'comma-separated'),
     (['--lengths=10,abc'], '--lengths', 'integers >= 3'),

@@ -28,12 +28,14 @@ def tiny_run(tmp_path_factory):
 def test_results_csv(tiny_run):
   root, _ = tiny_run
   rows = read_csv(root / 'run' / 'results.csv')
-  assert list(rows[0]) == distance.COLUMNS
+  assert list(rows[0]) == distance.COLUMNS + [
+      'learning_rate', 'selected', 'validation_accuracy']  # the runner's
   assert [(r['model'], int(r['length']), int(r['seed'])) for r in rows] == [
       (m, L, s) for m in ('attention', 'rnn') for L in (3, 6) for s in (0, 1)]
   for r in rows:
     assert 0.0 <= float(r['accuracy']) <= 1.0
     assert int(r['steps']) == 40 and r['diverged'] == '0'
+    assert (r['learning_rate'], r['selected']) == ('0.003', '1')
     assert float(r['wall_s']) > float(r['compile_s']) > 0
 
 

@@ -8,7 +8,7 @@ import pytest
 from flax import nnx
 
 from experiments import gradient
-from src import models, probes, tasks
+from src import experiment, models, probes, tasks
 from tests.helpers import assert_figure, run_ok, scalars
 
 
@@ -52,7 +52,8 @@ def test_end_to_end(tmp_path):
   _, rows, summary = run_ok(tmp_path, 'gradient', '--models=attention,rnn',
                            '--lengths=4,8', '--seeds=2', '--steps=20',
                            '--chunk_steps=10', '--batch_size=16')
-  assert list(rows[0]) == gradient.COLUMNS
+  assert list(rows[0]) == experiment.with_rates(
+      gradient.COLUMNS)
   assert len(rows) == 2 * 2 * 2 * 2  # model, length, seed, phase
   assert {r['phase'] for r in rows} == {'init', 'trained'}
   assert all(r['pos0_mass'] for r in rows if r['model'] == 'attention')

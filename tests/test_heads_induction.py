@@ -7,7 +7,7 @@ import pytest
 from flax import nnx
 
 from experiments import heads, induction
-from src import models, tasks
+from src import experiment, models, tasks
 from tests.helpers import assert_figure, read_csv, run_ok, scalars
 
 
@@ -63,7 +63,8 @@ def test_heads_end_to_end(tmp_path):
   _, rows, summary = run_ok(tmp_path, 'heads', '--heads=1,2', '--lengths=8',
                            '--seeds=2', '--steps=40', '--chunk_steps=20',
                            '--batch_size=16', '--eval_examples=64')
-  assert list(rows[0]) == heads.COLUMNS
+  assert list(rows[0]) == experiment.with_rates(
+      heads.COLUMNS)
   assert {r['model'] for r in rows} == {'attention'}
   assert [(r['num_heads'], r['seed'], r['head']) for r in rows] == [
       ('1', '0', '0'), ('1', '1', '0'), ('2', '0', '0'), ('2', '0', '1'),
@@ -83,11 +84,13 @@ def test_induction_end_to_end(tmp_path):
   _, rows, summary = run_ok(tmp_path, 'induction', '--lengths=8', '--vocab=6',
                            '--seeds=2', '--steps=40', '--chunk_steps=20',
                            '--batch_size=16', '--eval_examples=64')
-  assert list(rows[0]) == induction.COLUMNS
+  assert list(rows[0]) == experiment.with_rates(
+      induction.COLUMNS)
   assert {(r['model'], r['num_layers']) for r in rows} == {
       ('attention', '1'), ('attention', '2'), ('lstm', '1')}
   head_rows = read_csv(tmp_path / 'run/heads.csv')
-  assert list(head_rows[0]) == induction.HEAD_COLUMNS
+  assert list(head_rows[0]) == experiment.with_rates(
+      induction.HEAD_COLUMNS)
   assert len(head_rows) == 2 * (1 + 2) * 2  # seeds x layers x heads
   for r in head_rows:
     assert 0 <= float(r['prev_token_score']) <= 1

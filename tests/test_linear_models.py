@@ -321,7 +321,7 @@ def test_learns_the_memory_task(name):
                                vocab_size=task.vocab_size, length=length,
                                d_model=32, num_classes=2)
   ens = train.Ensemble(model_fn, task, num_seeds=2, seed=0, batch_size=32,
-                       learning_rate=3e-3)
+                       learning_rates=3e-3)
   state = train.fit(ens, ens.init(), 0, steps=200, chunk_steps=200)
   test = ens.evaluate(state['params'], num_examples=1024)
   assert (test['accuracy'] >= 0.9).all(), test

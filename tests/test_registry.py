@@ -35,7 +35,7 @@ def test_every_model_has_a_family_colour_and_initialisation():
   colours = [models.get(n).color for n in models.names()]
   assert len(set(colours)) == len(colours)
   with pytest.raises(KeyError, match='unknown model'):
-    models.get('transformer')
+    models.get('no_such_model')
 
 
 def test_lstm_forget_gate_biases():

@@ -13,7 +13,7 @@ def ensemble(model='attention', length=20, num_seeds=2, seed=0,
                          vocab_size=task.vocab_size, length=length,
                          d_model=32, num_classes=2)
   return train.Ensemble(fn, task, num_seeds=num_seeds, seed=seed,
-                        batch_size=batch_size, learning_rate=learning_rate)
+                        batch_size=batch_size, learning_rates=learning_rate)
 
 
 def test_attention_learns_length_20():

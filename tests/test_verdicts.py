@@ -38,14 +38,14 @@ def by_claim(summary, text):
 LENGTHS = (10, 20, 50, 100, 200)
 
 
-def distance_summary(acc, lengths=LENGTHS):
+def distance_summary(acc, lengths=LENGTHS, curves=None):
   config = dataclasses.replace(distance.DEFAULTS, models=tuple(acc),
                                lengths=lengths, seeds=SEEDS)
   rows = memory_rows(acc, lengths)
   for r in rows:
     r.update(loss='0.1', family='x', solved='1', num_params='1', wall_s='1',
              compile_s='1')
-  return distance.summarize(config, rows)
+  return distance.summarize(config, rows, curves=curves)
 
 
 @pytest.mark.parametrize('rnn,lengths,verdict', [

@@ -146,6 +146,19 @@ def _attention_activations(L, D, H, layers):
 def _kv_cache(L, D, H, layers):
   # Every layer's keys and values at every position so far.
   return layers * 2 * L * D
+def _transformer(*, vocab_size, length, d_model, num_classes, num_heads,
+                 num_layers, rngs):
+  return attention_lib.TransformerClassifier(
+      vocab_size=vocab_size, length=length, d_model=d_model,
+      num_heads=num_heads, num_layers=num_layers, num_classes=num_classes,
+      rngs=rngs)
+
+
+def _transformer_activations(L, D, H, layers):
+  # Attention's, and per layer two norms (their inputs and outputs), the
+  # MLP's hidden layer before and after GELU (4D each) and its output.
+  return (_attention_activations(L, D, H, layers)
+          + layers * (4 + 2 * attention_lib.MLP_RATIO + 1) * L * D)
 
 
 _SCAN = 'a lax.scan over positions: L dependent steps'
@@ -188,6 +201,15 @@ register(ModelSpec(
     form='the read-out query against every key (1 x L)',
     activations=_attention_activations, has_attention=True, layered=True,
     sequence_outputs=False, state_floats=_kv_cache))
+register(ModelSpec(
+    'transformer', ATTENTION, _transformer,
+    init='Flax default, as attention; LayerNorm scale 1, bias 0; MLP '
+         'LeCun-normal kernels, zero biases',
+    color='#8c564b', architecture='transformer', form='every query against '
+    'every key (L x L), then a position-wise MLP (hidden 4 x d_model, GELU); '
+    'pre-LayerNorm residuals',
+    activations=_transformer_activations, has_attention=True, layered=True,
+    state_floats=_kv_cache))
 register(ModelSpec(
     'lstm', GATED, _recurrent('lstm'),
     init=_FLAX_DEFAULT + ' (forget-gate bias 0: the gate starts at 0.5)',

@@ -118,18 +118,70 @@ class AttentionClassifier(nnx.Module):
     all_positions = all_positions or per_position
     L = x_BxLxD.shape[1]
     attention = []
-    for i, layer in enumerate(self.layers):
+    for i in range(len(self.layers)):
       last = i == len(self.layers) - 1
       q_pos = None if (all_positions or not last) else (L - 1,)
       mask = None if head_masks is None else head_masks[i]
-      y, att = layer(x_BxLxD, query_positions=q_pos, head_mask=mask,
-                     weights=weights)
-      x_BxLxD = (x_BxLxD if q_pos is None else x_BxLxD[:, q_pos]) + y
+      x_BxLxD, att = self.block(i, x_BxLxD, query_positions=q_pos,
+                                head_mask=mask, weights=weights)
       attention.append(att)
     if per_position:
       return self.classifier(x_BxLxD), {'attention': attention}
     logits_BxC = self.classifier(x_BxLxD[:, -1])
     return logits_BxC, {'attention': attention}
 
+  def block(self, i, x_BxLxD, *, query_positions, head_mask, weights):
+    """Layer i: x + attention(x), at the query positions (all: None)."""
+    y, att = self.layers[i](x_BxLxD, query_positions=query_positions,
+                            head_mask=head_mask, weights=weights)
+    return _at(x_BxLxD, query_positions) + y, att
+
   def __call__(self, tokens_BxL, **kwargs):
     return self.classify(self.embed(tokens_BxL), **kwargs)
+
+
+def _at(x_BxLxD, query_positions):
+  return x_BxLxD if query_positions is None else x_BxLxD[:, query_positions]
+
+
+MLP_RATIO = 4  # the dense block's hidden width, in d_model (Vaswani et al.)
+
+
+class DenseBlock(nnx.Module):
+  """The position-wise MLP of a Transformer layer: Linear(D, 4D), GELU,
+  Linear(4D, D), on its pre-LayerNorm input; returns it without the
+  residual."""
+
+  def __init__(self, d_model: int, *, rngs: nnx.Rngs):
+    self.norm = nnx.LayerNorm(d_model, rngs=rngs)
+    self.hidden = nnx.Linear(d_model, MLP_RATIO * d_model, rngs=rngs)
+    self.out = nnx.Linear(MLP_RATIO * d_model, d_model, rngs=rngs)
+
+  def __call__(self, x_BxLxD):
+    return self.out(jax.nn.gelu(self.hidden(self.norm(x_BxLxD))))
+
+
+class TransformerClassifier(AttentionClassifier):
+  """The Transformer brick: each layer is x + attention(LayerNorm(x)), then
+  x + MLP(LayerNorm(x)) (pre-LayerNorm, as GPT-2 and most since). The same
+  embeddings, attention layers, read-out and attention weights as
+  `AttentionClassifier`; only the layer differs. No final LayerNorm: the
+  read-out sees the residual stream as attention-only's does."""
+
+  def __init__(self, *, d_model: int, num_layers: int, rngs: nnx.Rngs,
+               **kwargs):
+    super().__init__(d_model=d_model, num_layers=num_layers, rngs=rngs,
+                     **kwargs)
+    self.attention_norms = nnx.List([nnx.LayerNorm(d_model, rngs=rngs)
+                                     for _ in range(num_layers)])
+    self.dense = nnx.List([DenseBlock(d_model, rngs=rngs)
+                           for _ in range(num_layers)])
+
+  def block(self, i, x_BxLxD, *, query_positions, head_mask, weights):
+    # The norm is position-wise: normalising every position, then keeping
+    # the queries', is exact.
+    y, att = self.layers[i](self.attention_norms[i](x_BxLxD),
+                            query_positions=query_positions,
+                            head_mask=head_mask, weights=weights)
+    x_BxQxD = _at(x_BxLxD, query_positions) + y
+    return x_BxQxD + self.dense[i](x_BxQxD), att

@@ -1,0 +1,595 @@
+"""Routing against transforming: does attention only move information, and
+does a dense block compute on what it gathered?
+
+Command: `python run.py --exp=routing` (30 minutes on a 2-core CPU shared
+at load 10, 18 CPU-minutes; `--quick`: 1.2 minutes at load 10, 0.6
+CPU-minutes).
+
+The lesson: attention "only moves information from one place to another
+without transforming it deeply"; the Transformer adds a dense block. Each
+task holds two symbols a and b (0..k-1, from two alphabets), filler and a
+query; the label is a function of the two: a copy of a (routing only, the
+control), a XOR b (k = 2), or a + b mod k (k = 5). The symbols stand at
+positions 0 and 1 (`_fixed`) or at two random positions, found by their
+alphabets (`_tagged`). A softmax is itself nonlinear (a head whose weight
+on a symbol depends on that symbol's value is a gate), so whether attention
+alone can compute XOR is measured, not assumed.
+
+Trains, at L=10 and ten seeds, 1,000 Adam steps of 32 strings: attention-only
+and `transformer` (the same attention, plus a pre-LayerNorm MLP of width
+4 x d_model) with 1, 2 and 4 heads; an attention-only model as wide as the
+transformer has parameters (4 heads, d_model chosen to match); and
+`lstm_chrono` as the recurrent reference. Per seed: the test accuracy and,
+per head of the last layer, the read-out query's weight on each symbol.
+
+One beam, one link: a one-head attention model on the two-relation task of
+`--exp=heads` (the first symbol by its position, the second by its
+content); when it solves, does it split its one head's weight between the
+two targets? (One layer: the read-out position's residual holds only the
+query and its position, so neither symbol can reach it another way.)
+
+Expect: attention alone copies at every head count; the transformer
+computes XOR and the sum; whether attention alone does is the measurement.
+"""
+
+import bisect
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from src import claims as claims_lib
+from src import experiment
+from src import models as models_lib
+from src import record
+from src import stats
+from src import tasks as tasks_lib
+from src.config import Config
+
+DEFAULTS = Config(
+    exp='routing',
+    models=('attention', 'transformer', 'lstm_chrono'),
+    lengths=(10,),
+    heads=(1, 2, 4),
+    seeds=10,  # a two-sided sign test over 10 seeds reaches p = 0.002:
+    # enough to survive Holm over a family of 16 claims (0.05 / 16)
+    steps=1000,
+    batch_size=32,
+    learning_rate=3e-3,
+    num_filler=8,
+    eval_examples=1024,
+    chunk_steps=100,
+    checkpoint_every=500,
+)
+# --quick: a first look (same code; XOR at fixed positions and the
+# two-relation task, one head count, fewer seeds and steps; its claims are
+# underpowered by design: 4 seeds cannot reach p < 0.05).
+QUICK = dataclasses.replace(DEFAULTS, quick=True, seeds=4, steps=600,
+                            heads=(1,), eval_examples=512)
+ONE_LENGTH = True  # its summary and claims are of one length
+accepts = lambda spec: True  # attention stacks get heads, the rest one group
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'heads', 'seeds', 'seed', 'steps',
+          'batch_size', 'learning_rate', 'd_model', 'num_layers',
+          'num_filler', 'eval_examples', 'chunk_steps', 'checkpoint_every')
+SECTION, FIGURE = '9. Routing and the dense block', 'routing.png'
+COLUMNS = ['model', 'd_model', 'num_heads', 'task', 'length', 'seed',
+           'num_params', 'accuracy', 'wall_s', 'compile_s']
+HEAD_COLUMNS = ['model', 'd_model', 'num_heads', 'task', 'length', 'seed',
+                'head', 'mass_first', 'mass_second']
+TABLES = {'heads.csv': HEAD_COLUMNS}  # per head of the last layer
+
+SUM_K = 5  # sum mod k and the copy control: k symbols, chance 1/5
+# (function, tagged): the routing tasks, control first.
+TASKS = (('copy', False), ('xor', False), ('sum', False),
+         ('copy', True), ('xor', True), ('sum', True))
+QUICK_TASKS = (('xor', False),)
+BEAM_TASK = 'two_symbol'  # the two-relation task of --exp=heads
+ABOVE_CHANCE = 0.05  # a seed is above chance at chance + 0.05 (1,024
+# strings: 4.5 standard errors at chance 0.5)
+LINK = 0.2  # a head "follows" a target with at least this weight on it
+# (twice the uniform 1/L at L = 10)
+PROBE_EXAMPLES = 512
+
+FAMILY_CHANCE = 'routing: attention alone cannot compute (against chance)'
+FAMILY_DENSE = ('routing: attention alone cannot compute (against the '
+                'transformer)')
+FAMILY_DOES = 'routing: a dense block computes'
+FAMILY_ROUTES = 'routing: attention routes (the control)'
+FAMILY_BEAM = 'one beam, one link'
+
+
+def task_name(function: str, tagged: bool) -> str:
+  return f'{function}_{"tagged" if tagged else "fixed"}'
+
+
+def task_params(function: str, tagged: bool, config) -> dict:
+  return dict(function=function, k=2 if function == 'xor' else SUM_K,
+              num_filler=config.num_filler, tagged=tagged)
+
+
+def tasks_for(config) -> tuple:
+  return QUICK_TASKS if config.quick else TASKS
+
+
+def num_classes(task: str) -> int:
+  return 4 if task == BEAM_TASK else 2 if task.startswith('xor') else SUM_K
+
+
+# -- what is measured --------------------------------------------------------------
+
+@functools.cache
+def symbol_masses(task: str, k: int):
+  """fn(model, tokens, labels): accuracy, and per head of the last layer the
+  read-out query's mean weight on the first and on the second symbol; also,
+  per head, those weights by symbol pair (a, b), for the figure. One
+  function per task kind, so each compiles once."""
+
+  def fn(model, tokens_BxL, labels_B):
+    logits, aux = model(tokens_BxL)
+    att_BxHxL = aux['attention'][-1][:, :, -1, :]
+    if task == BEAM_TASK:
+      first_B = jnp.zeros_like(labels_B)
+      second_B = tasks_lib.second_symbol_position(tokens_BxL)
+      pair_B = labels_B  # 2 * first + second
+    else:
+      first_B, second_B = tasks_lib.routing_positions(tokens_BxL, k)
+      a_B = jnp.take_along_axis(tokens_BxL, first_B[:, None], 1)[:, 0]
+      b_B = jnp.take_along_axis(tokens_BxL, second_B[:, None], 1)[:, 0] - k
+      pair_B = a_B * k + b_B
+    at = lambda p_B: jnp.take_along_axis(att_BxHxL, p_B[:, None, None],
+                                         axis=2)[..., 0]
+    first_BxH, second_BxH = at(first_B), at(second_B)
+    one_hot_BxP = jax.nn.one_hot(pair_B, k * k)
+    count_P = jnp.maximum(one_hot_BxP.sum(0), 1)
+    by_pair = lambda m_BxH: (one_hot_BxP.T @ m_BxH / count_P[:, None]).T
+    return {'accuracy': (jnp.argmax(logits, -1) == labels_B).mean(),
+            'mass_first': first_BxH.mean(0), 'mass_second': second_BxH.mean(0),
+            'first_by_pair': by_pair(first_BxH),
+            'second_by_pair': by_pair(second_BxH)}
+  return fn
+
+
+def accuracy_only(model, tokens_BxL, labels_B):
+  logits, _ = model(tokens_BxL)
+  return {'accuracy': (jnp.argmax(logits, -1) == labels_B).mean()}
+
+
+def probe_for(group):
+  if not models_lib.get(group.model).has_attention:
+    return accuracy_only
+  return symbol_masses(group.key['task'], group.task_params.get('k', 2))
+
+
+# -- the groups ----------------------------------------------------------------------
+
+def matched_width(config, task_params_: dict) -> int:
+  """The attention-only d_model (a multiple of the largest head count)
+  whose parameter count is nearest the transformer's at config.d_model."""
+  return _matched_width(config.d_model, max(config.heads), config.num_layers,
+                        config.lengths[0], tuple(sorted(task_params_.items())))
+
+
+@functools.cache
+def _matched_width(d_model, heads, num_layers, length, task_params_) -> int:
+  task = tasks_lib.make_task('routing', length, **dict(task_params_))
+
+  def count(model, d):
+    abstract = nnx.eval_shape(lambda: models_lib.make_model(
+        model, vocab_size=task.vocab_size, length=task.length, d_model=d,
+        num_classes=task.num_classes, num_heads=heads,
+        num_layers=num_layers, rngs=nnx.Rngs(0)))
+    return models_lib.count_params(nnx.state(abstract, nnx.Param))
+
+  target = count('transformer', d_model)
+  widths = range(d_model, 4 * d_model + 1, heads)
+  # The count grows with the width: bisect for the first at or above it.
+  i = bisect.bisect_left(widths, target, key=lambda d: count('attention', d))
+  near = widths[max(i - 1, 0):i + 1]
+  return min(near, key=lambda d: abs(count('attention', d) - target))
+
+
+def label(model: str, num_heads: int, d_model: int, config) -> str:
+  """How a trained configuration is named in the summary."""
+  if not models_lib.get(model).has_attention:
+    return model
+  wide = f' d{d_model}' if d_model != config.d_model else ''
+  return f'{model}{wide} h{num_heads}'
+
+
+def groups(config: Config) -> list:
+  L = config.lengths[0]
+  attention = [m for m in config.models if models_lib.get(m).has_attention]
+  out = []
+  for function, tagged in tasks_for(config):
+    name = task_name(function, tagged)
+    params = task_params(function, tagged, config)
+    configs = [(m, h, config.d_model) for m in attention
+               for h in config.heads]
+    # The wide control only where attention alone may fail to compute.
+    if ('attention' in attention and 'transformer' in attention
+        and function != 'copy'):
+      configs.append(('attention', max(config.heads),
+                      matched_width(config, params)))
+    configs += [(m, 0, config.d_model) for m in config.models
+                if m not in attention]
+    for m, h, d in configs:
+      extra = {'num_heads': h} if h else {}
+      if d != config.d_model:
+        extra['d_model'] = d
+      out.append(experiment.group(
+          m, L, name=f'{label(m, h, d, config).replace(" ", "_")}_{name}',
+          task='routing', task_params=params,
+          key=dict(model=m, d_model=d, num_heads=h, task=name),
+          work_scale=(d / config.d_model) ** 2, **extra))
+  if 'attention' in attention:
+    out.append(experiment.group(
+        'attention', L, name=f'attention_h1_{BEAM_TASK}', task=BEAM_TASK,
+        task_params={'num_filler': config.num_filler},
+        key=dict(model='attention', d_model=config.d_model, num_heads=1,
+                 task=BEAM_TASK), num_heads=1))
+  return out
+
+
+def measure(group, ensemble, params, config):
+  return ensemble.measure(params, probe_for(group),
+                          num_examples=config.eval_examples)
+
+
+def rows(group, final, config, timing) -> dict:
+  k = group.key
+  base = dict(model=k['model'], d_model=k['d_model'],
+              num_heads=k['num_heads'], task=k['task'], length=group.length)
+  heads = [dict(base, seed=s, head=h, mass_first=final['mass_first'][s, h],
+                mass_second=final['mass_second'][s, h])
+           for s in range(config.seeds) for h in range(k['num_heads'])
+           if 'mass_first' in final]
+  return {'heads.csv': heads,
+          'results.csv': [dict(base, seed=s, num_params=timing.num_params,
+                               accuracy=final['accuracy'][s],
+                               wall_s=timing.wall_s,
+                               compile_s=timing.compile_s)
+                          for s in range(config.seeds)]}
+
+
+def line(group, final, config, timing) -> str:
+  return (f'{group.name}: accuracy {final["accuracy"].mean():.3f} (seeds '
+          + ' '.join(f'{a:.2f}' for a in final['accuracy'])
+          + f'), {timing.num_params} parameters, {timing.wall_s:.1f} s')
+
+
+def keep(group, ensemble, params, config):
+  """Attention-only models' weights by symbol pair on xor_fixed, for the
+  figure."""
+  if not (group.model == 'attention' and group.key['task'] == 'xor_fixed'
+          and group.key['d_model'] == config.d_model):
+    return None
+  return ensemble.measure(params, probe_for(group),
+                          num_examples=config.eval_examples)
+
+
+# -- the summary and the claims --------------------------------------------------------
+
+def summarize(config: Config, rows, tables, curves=()) -> dict:
+  accuracy, params = {}, {}
+  for r in rows:
+    key = (r['task'], label(r['model'], int(r['num_heads']),
+                            int(r['d_model']), config))
+    accuracy.setdefault(key, {})[int(r['seed'])] = float(r['accuracy'])
+    params[key] = int(r['num_params'])
+  table = {}
+  for (task, name), by_seed in accuracy.items():
+    v = [by_seed[s] for s in sorted(by_seed)]
+    table.setdefault(task, {})[name] = dict(
+        mean=float(np.mean(v)), seeds=v, num_params=params[task, name],
+        chance=1 / num_classes(task))
+  masses = {}
+  for r in tables['heads.csv']:
+    if r['model'] == 'attention' and int(r['num_heads']) == 1 and \
+        int(r['d_model']) == config.d_model:
+      masses.setdefault(r['task'], []).append(dict(
+          seed=int(r['seed']), mass_first=float(r['mass_first']),
+          mass_second=float(r['mass_second']),
+          accuracy=accuracy[r['task'], label('attention', 1, config.d_model,
+                                             config)][int(r['seed'])]))
+  names = {g.key['task'] + '|' + label(g.model, g.key['num_heads'],
+                                       g.key['d_model'], config): g
+           for g in groups(config)}
+  out = {'accuracy': table, 'one_head': masses, 'claims': []}
+  out['claims'] = claims(config, table, masses, curves, names)
+  return out
+
+
+def trained_out(curves, group, seeds, step) -> dict:
+  """The shared trained-out rule (`claims.trained_out`) on `seeds` of
+  `group`, from step/2 to `step`."""
+  return claims_lib.trained_out(curves or [], seeds, step, group=group.name)
+
+
+def _tested(claim, p, if_significant, family, n, sided=2) -> dict:
+  """A claim decided by a test: its p, the smallest p the test can reach
+  with n seeds, its verdict if significant, its family, and the verdict
+  from the raw p (the runner Holm-adjusts within the family and says where
+  a test is underpowered)."""
+  p_min = stats.smallest_p(n, 'two-sided' if sided == 2 else 'greater')
+  verdict = if_significant if p < stats.ALPHA else stats.INCONCLUSIVE
+  return dict(claim, p=p, p_min=p_min, seeds=n,
+              if_significant=if_significant, family=family, verdict=verdict)
+
+
+def _still_learning(claim, out) -> dict:
+  """A verdict that a model failed, overruled when its failing seeds were
+  still learning (it stays inconclusive after Holm: `blocked`)."""
+  return dict(claim, verdict=stats.INCONCLUSIVE, blocked=True,
+              measured=claim['measured'] + '; '
+              + claims_lib.still_learning(out))
+
+
+def claims(config, table, masses, curves, names) -> list[dict]:
+  out = []
+  for function, tagged in tasks_for(config):
+    task = task_name(function, tagged)
+    rows = table.get(task, {})
+    if function == 'copy':
+      out += _routes(config, task, rows)
+      continue
+    for name in (n for n in rows if n.startswith('attention')):
+      heads = name.split(' h')[-1]
+      dense = rows.get(f'transformer h{heads}')
+      out.append(_against_chance(config, task, name, rows[name],
+                                 curves, names[f'{task}|{name}']))
+      if dense is not None:
+        out.append(_against_dense(config, task, name, rows[name],
+                                  f'transformer h{heads}', dense, curves,
+                                  names[f'{task}|{name}']))
+    out += _dense_computes(config, task, rows, curves, names)
+  if BEAM_TASK in masses:
+    out.append(_one_beam(masses[BEAM_TASK]))
+  return out
+
+
+def _fmt(values) -> str:
+  return ' '.join(f'{v:.2f}' for v in values)
+
+
+def _against_chance(config, task, name, row, curves, group) -> dict:
+  """Seeds above chance + ABOVE_CHANCE against seeds at chance: an exact
+  binomial (sign) test against 1/2, two-sided."""
+  acc, chance = row['seeds'], row['chance']
+  above = [a >= chance + ABOVE_CHANCE for a in acc]
+  n, k = len(acc), sum(above)
+  p = stats.binomial(k, n)
+  claim = dict(
+      claim=f'Without a dense block, attention ({name}) cannot compute '
+            f'{task.split("_")[0]} of the two symbols ({task}): it stays at '
+            'chance.',
+      model='attention', task=task, steps=config.steps,
+      measured=f'above chance ({chance:.2f} + {ABOVE_CHANCE}) in {k} of {n} '
+               f'seeds (exact binomial test p = {stats.fmt_p(p)}); accuracy '
+               f'per seed {_fmt(acc)}; {row["num_params"]} parameters',
+      test='exact sign test of per-seed accuracy against chance + '
+           f'{ABOVE_CHANCE}, two-sided',
+      note='held if significantly many seeds stay at chance, did not hold '
+           'if significantly many rise above it; a seed at chance must have '
+           'stopped learning (training loss flat over the last doubling)')
+  claim = _tested(claim, p, stats.HELD if 2 * k < n else stats.NOT_HELD,
+                  FAMILY_CHANCE, n)
+  if claim['if_significant'] == stats.HELD:
+    stuck = [s for s, a in enumerate(above) if not a]
+    t = trained_out(curves, group, stuck, config.steps)
+    if not t['flat']:
+      claim = _still_learning(claim, t)
+  return claim
+
+
+def _against_dense(config, task, name, row, dense_name, dense, curves,
+                   group) -> dict:
+  """Seed i of the transformer against seed i of attention-only: exact
+  sign test, two-sided."""
+  c = stats.sign_test(dense['seeds'], row['seeds'])
+  claim = dict(
+      claim=f'A dense block computes what attention alone cannot: '
+            f'{dense_name} beats attention-only ({name}) on {task}.',
+      model='attention', task=task, steps=config.steps,
+      measured=f'{dense_name} ahead in {c["wins"]}, tied in {c["ties"]}, '
+               f'behind in {c["losses"]} of {len(row["seeds"])} seeds (sign '
+               f'test p = {stats.fmt_p(c["p"])}); mean accuracy '
+               f'{dense["mean"]:.3f} ({dense["num_params"]} parameters) '
+               f'against {row["mean"]:.3f} ({row["num_params"]})',
+      test='exact sign test, two-sided, paired by seed',
+      note='seed i of each on the same strings; ties (both solving) carry '
+           'no evidence; held needs the losing attention-only seeds '
+           'trained out')
+  claim = _tested(claim, c['p'], stats.HELD if c['wins'] > c['losses']
+                  else stats.NOT_HELD, FAMILY_DENSE, len(row['seeds']))
+  if claim['if_significant'] == stats.HELD:
+    behind = [s for s, (d, a) in enumerate(zip(dense['seeds'], row['seeds']))
+              if d > a]
+    t = trained_out(curves, group, behind, config.steps)
+    if not t['flat']:
+      claim = _still_learning(claim, t)
+  return claim
+
+
+def _dense_computes(config, task, rows, curves, names) -> list[dict]:
+  """The transformer, seed by seed: solved at every head count."""
+  dense = [n for n in rows if n.startswith('transformer')]
+  if not dense:
+    return []
+  seeds = range(len(rows[dense[0]]['seeds']))
+  solved = [all(stats.solved(rows[n]['seeds'][s]) for n in dense)
+            for s in seeds]
+  k, n = sum(solved), len(solved)
+  claim = dict(
+      claim=f'A dense block computes {task.split("_")[0]} of the two '
+            f'symbols ({task}).',
+      model='transformer', task=task, steps=config.steps,
+      measured=f'solved (>= {stats.SOLVED:.0%}) at every head count in {k} '
+               f'of {n} seeds; accuracy per seed ' + '; '.join(
+                   f'{m}: {_fmt(rows[m]["seeds"])}' for m in dense),
+      verdict=stats.k_of_n(k, n), test='per seed', family=FAMILY_DOES,
+      note=f'each seed judged alone: at least {stats.SOLVED:.0%} test '
+           'accuracy with every head count; a failing seed must have '
+           'stopped learning')
+  failing = [s for s, ok in zip(seeds, solved) if not ok]
+  for m in dense:
+    t = trained_out(curves, names[f'{task}|{m}'],
+                    [s for s in failing
+                     if not stats.solved(rows[m]['seeds'][s])], config.steps)
+    if not t['flat']:
+      return [_still_learning(claim, t)]
+  return [claim]
+
+
+def _routes(config, task, rows) -> list[dict]:
+  """The control: attention alone copies, seed by seed, at every head
+  count."""
+  names = [n for n in rows if n.startswith('attention')]
+  if not names:
+    return []
+  n = len(rows[names[0]]['seeds'])
+  k = sum(all(stats.solved(rows[m]['seeds'][s]) for m in names)
+          for s in range(n))
+  return [dict(
+      claim=f'Attention alone routes: it copies the first symbol ({task}).',
+      model='attention', task=task,
+      measured=f'solved (>= {stats.SOLVED:.0%}) by every attention-only '
+               f'model in {k} of {n} seeds; accuracy per seed ' + '; '.join(
+                   f'{m}: {_fmt(rows[m]["seeds"])}' for m in names),
+      verdict=stats.k_of_n(k, n), test='per seed', family=FAMILY_ROUTES,
+      note=f'each seed judged alone: at least {stats.SOLVED:.0%} with every '
+           'attention-only model (the control: routing, no computation)')]
+
+
+def _one_beam(seeds: list[dict]) -> dict:
+  """Among the seeds whose one head solves the two-relation task: split
+  (at least LINK of its weight on each target) against one link; exact
+  binomial test against 1/2, two-sided."""
+  solvers = [r for r in seeds if stats.solved(r['accuracy'])]
+  split = [min(r['mass_first'], r['mass_second']) >= LINK for r in solvers]
+  n, k = len(solvers), sum(split)
+  p = stats.binomial(k, n)
+  per_seed = ' '.join(f'[{r["mass_first"]:.2f}, {r["mass_second"]:.2f}'
+                      f'{"" if stats.solved(r["accuracy"]) else ", unsolved"}]'
+                      for r in sorted(seeds, key=lambda r: r['seed']))
+  claim = dict(
+      claim='A single beam of attention follows a single link at a time.',
+      model='attention', task=BEAM_TASK,
+      measured=f'{n} of {len(seeds)} seeds solved with one head; of those, '
+               f'{k} split its weight (>= {LINK} on each target), '
+               f'{n - k} followed one link (exact binomial test p = '
+               f'{stats.fmt_p(p)}); weight on [first, second] per seed '
+               f'{per_seed}',
+      test='exact binomial test of split against one-link among the '
+           'solving seeds, two-sided',
+      note='one layer, one head: the read-out position holds only the query '
+           'and its position, so a head that solves must bring both symbols '
+           'itself; held if significantly many solving seeds put under '
+           f'{LINK} on one target, did not hold if significantly many put '
+           f'{LINK} or more on each')
+  return _tested(claim, p, stats.NOT_HELD if 2 * k > n else stats.HELD,
+                 FAMILY_BEAM, n)
+
+
+# -- the table and the figure ---------------------------------------------------------
+
+def print_table(config, summary) -> None:
+  print('\nRouting: test accuracy by task and model (per seed)')
+  print(record.table(
+      [[task, name, v['num_params'], f'{v["chance"]:.2f}', f'{v["mean"]:.3f}',
+        _fmt(v['seeds'])]
+       for task, models in summary['accuracy'].items()
+       for name, v in models.items()],
+      ['task', 'model', 'params', 'chance', 'accuracy', 'seeds']))
+  print('\nOne head (attention h1): weight on [first, second] per seed')
+  for task, seeds in summary['one_head'].items():
+    print(f'{task:>13s}: ' + ' '.join(
+        f'[{r["mass_first"]:.2f}, {r["mass_second"]:.2f}]'
+        for r in sorted(seeds, key=lambda r: r['seed'])))
+
+
+def figure(config, summary, rows, kept, folder, writer=None):
+  """The xor_fixed maps shown are those of the attention-only model with
+  the fewest heads whose seeds solved it (else the most heads)."""
+  xor = {g.key['num_heads']: kept[g.name] for g in groups(config)
+         if kept.get(g.name) is not None}
+  solved = [h for h in sorted(xor)
+            if np.mean(np.asarray(xor[h]['accuracy'])) >= stats.SOLVED]
+  shown = (solved or sorted(xor))[-1 if not solved else 0] if xor else None
+  plot(config, summary, shown and (shown, xor[shown]), folder / FIGURE,
+       writer)
+
+
+def plot(config, summary, xor, path, writer=None):
+  """Accuracy per task and model (bars: mean; dots: seeds); the one-head
+  models' weight on the two symbols per seed; `xor` = (heads, measured):
+  seed 0's weight of each head on each symbol by symbol pair, xor_fixed."""
+  plt = record.pyplot()
+  fig, axes = plt.subplots(1, 3, figsize=(17, 4.4),
+                           gridspec_kw={'width_ratios': [3, 1.3, 1.3]})
+  ax = axes[0]
+  tasks = list(summary['accuracy'])
+  names = list(dict.fromkeys(n for t in tasks
+                             for n in summary['accuracy'][t]))
+  width = 0.8 / max(len(names), 1)
+  for j, name in enumerate(names):
+    model = name.split(' ')[0]
+    color = models_lib.get(model).color
+    x = [i + (j - len(names) / 2 + 0.5) * width for i in range(len(tasks))]
+    v = [summary['accuracy'][t].get(name) for t in tasks]
+    alpha = 0.35 + 0.5 * (j + 1) / len(names)
+    ax.bar([xi for xi, vi in zip(x, v) if vi],
+           [vi['mean'] for vi in v if vi], width, color=color, alpha=alpha,
+           label=name, hatch='//' if ' d' in name else None)
+    for xi, vi in zip(x, v):
+      if vi:
+        ax.scatter([xi] * len(vi['seeds']), vi['seeds'], s=6, color='k',
+                   zorder=3)
+  for i, t in enumerate(tasks):
+    chance = next(iter(summary['accuracy'][t].values()))['chance']
+    ax.hlines(chance, i - 0.45, i + 0.45, colors='k', linestyles=':', lw=1)
+  ax.set_xticks(range(len(tasks)), tasks, fontsize=8)
+  ax.set_ylim(0, 1.02)
+  ax.set_ylabel('test accuracy (bars: mean; dots: seeds; dotted: chance)')
+  ax.legend(fontsize=6, ncol=2, loc='lower left')
+  ax.set_title('attention alone against the dense block', fontsize=9)
+  ax = axes[1]
+  for i, (task, seeds) in enumerate(summary['one_head'].items()):
+    solved = [stats.solved(r['accuracy']) for r in seeds]
+    ax.scatter([r['mass_first'] for r in seeds],
+               [r['mass_second'] for r in seeds], s=18, edgecolors=f'C{i}',
+               label=task, facecolors=[f'C{i}' if s else 'none'
+                                       for s in solved])
+  ax.plot([0, 1], [1, 0], ls=':', color='k', lw=1)
+  ax.axvline(LINK, ls='--', color='grey', lw=0.7)
+  ax.axhline(LINK, ls='--', color='grey', lw=0.7)
+  ax.set_xlim(0, 1)
+  ax.set_ylim(0, 1)
+  ax.set_xlabel('weight on the first symbol')
+  ax.set_ylabel('weight on the second symbol')
+  if summary['one_head']:
+    ax.legend(fontsize=6)
+  ax.set_title('one head, per seed (filled: solved)', fontsize=9)
+  ax = axes[2]
+  if xor:
+    heads, shown = xor
+    first = np.asarray(shown['first_by_pair'])[0]  # seed 0: H x pairs
+    second = np.asarray(shown['second_by_pair'])[0]
+    for h in range(heads):
+      ax.plot(range(4), first[h], '-o', color=f'C{h}', label=f'head {h}: on a')
+      ax.plot(range(4), second[h], '--s', color=f'C{h}',
+              label=f'head {h}: on b')
+    ax.set_xticks(range(4), ['a0 b0', 'a0 b1', 'a1 b0', 'a1 b1'], fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel('read-out weight, mean over strings')
+    ax.legend(fontsize=6)
+    acc = float(np.asarray(shown['accuracy'])[0])
+    ax.set_title(f'xor_fixed, attention h{heads} seed 0 (accuracy '
+                 f'{acc:.2f}):\neach head\'s weight by symbol pair',
+                 fontsize=9)
+  fig.suptitle(f'Routing and the dense block (L={config.lengths[0]}, '
+               f'd_model {config.d_model}, {config.steps} steps)', fontsize=10)
+  record.save_figure(fig, path, writer, 'figures/routing')

@@ -1,0 +1,184 @@
+"""Issue 22's rules with known answers: the learning-rate grid rides the
+ensemble axis paired by seed, each group is judged at its selected rate, a
+failure must be trained out, tests are Holm-adjusted within their family and
+an underpowered test says so."""
+
+import json
+
+import numpy as np
+import pytest
+
+from src import claims, experiment, stats
+from tests.helpers import read_csv, run_py
+from tests.test_verdicts import distance_summary, upto
+
+# -- the grid on the ensemble axis ---------------------------------------------
+
+
+def test_a_rate_of_the_grid_trains_as_that_rate_alone():
+  """Member (rate r, seed s) of a grid is the run of seed s at rate r alone:
+  same initialisation, same strings, same updates."""
+  from tests.test_train import ensemble
+  from src import train
+  grid = ensemble(model='rnn', length=5, learning_rate=(1e-3, 1e-2))
+  alone = ensemble(model='rnn', length=5, learning_rate=1e-2)
+  assert (grid.num_seeds, grid.num_members) == (2, 4)
+  out = {}
+  for name, ens in (('grid', grid), ('alone', alone)):
+    state = train.fit(ens, ens.init(), 0, steps=10, chunk_steps=10)
+    out[name] = ens.unpad(state['params'])
+  for g, a in zip(jax_leaves(out['grid']), jax_leaves(out['alone'])):
+    np.testing.assert_allclose(g[2:4], a[:2], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(g[0:2], a[:2])  # the other rate learned otherwise
+
+
+def jax_leaves(tree):
+  import jax
+  return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+def test_select_rate_takes_the_best_mean_validation_accuracy():
+  # rates x seeds: the second rate is best on average, not on every seed
+  val = [0.5, 1.0, 0.5, 0.9, 0.9, 0.9, 1.0, 0.5, 0.5]
+  assert experiment.select_rate(val, 3) == 1
+  assert experiment.select_rate([0.7, 0.7, 0.7, 0.7], 2) == 0  # tie: first
+  assert experiment.select_rate([np.nan, 1.0, 0.6, 0.6], 2) == 1
+
+
+def test_a_model_that_learns_at_one_rate_only_is_judged_at_it(tmp_path):
+  """At 1e-9 Adam leaves attention at chance; at 3e-3 it solves. The grid
+  selects 3e-3 on validation strings, the claims and the summary read only
+  the 3e-3 rows, and results.csv keeps both."""
+  proc = run_py('--exp=distance', '--models=attention', '--lengths=5',
+                '--seeds=2', '--steps=60', '--chunk_steps=30',
+                '--batch_size=32', '--eval_examples=64',
+                '--learning_rates=1e-9,3e-3', f'--workdir={tmp_path}/w',
+                f'--checkpoint_dir={tmp_path}/c')
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  rows = read_csv(tmp_path / 'w/results.csv')
+  by_rate = {r: [x for x in rows if float(x['learning_rate']) == r]
+             for r in (1e-9, 3e-3)}
+  assert [x['selected'] for x in by_rate[1e-9]] == ['0', '0']
+  assert [x['selected'] for x in by_rate[3e-3]] == ['1', '1']
+  assert max(float(x['accuracy']) for x in by_rate[1e-9]) < 0.8
+  summary = json.loads((tmp_path / 'w/summary.json').read_text())
+  group, = summary['groups']
+  assert group['accuracy_per_seed'] == [float(x['accuracy'])
+                                        for x in by_rate[3e-3]]
+  picked = summary['learning_rates']['selected']['attention_L005']
+  assert picked['learning_rate'] == 3e-3
+  assert picked['validation_accuracy']['1e-09'] < \
+      picked['validation_accuracy']['0.003']
+  curves = read_csv(tmp_path / 'w/curves.csv')
+  assert {float(c['learning_rate']) for c in curves} == {1e-9, 3e-3}
+  assert (tmp_path / 'w/tb/attention_L005/lr3e-03/seed_1').is_dir()
+
+
+def test_learning_rate_and_learning_rates_together_is_an_error(tmp_path):
+  proc = run_py('--exp=distance', '--learning_rate=1e-3',
+                '--learning_rates=1e-3,1e-2', f'--workdir={tmp_path}/w')
+  assert proc.returncode != 0
+  assert '--learning_rates' in proc.stderr and not (tmp_path / 'w').exists()
+
+
+# -- trained out -----------------------------------------------------------------
+
+def curve_rows(model, length, seeds, losses):
+  """curves.csv rows: `losses[t]` at step 100 (t + 1) for every seed."""
+  return [dict(group=f'{model}_L{length:03d}', model=model, length=str(length),
+               seed=str(s), learning_rate='0.003', step=str(100 * (t + 1)),
+               train_loss=repr(v), train_accuracy='0.5', test_accuracy='0.5')
+          for s in seeds for t, v in enumerate(losses)]
+
+
+def test_trained_out_reads_the_last_doubling():
+  flat = curve_rows('rnn', 20, range(3), [0.70, 0.69, 0.69, 0.69])
+  falling = curve_rows('rnn', 20, range(3), [0.70, 0.69, 0.60, 0.40])
+  assert claims.trained_out(flat, [0, 1], 400, model='rnn', length=20)['flat']
+  check = claims.trained_out(falling, [0, 1], 400, model='rnn', length=20)
+  assert not check['flat'] and check['fall'] == pytest.approx(1 - 0.4 / 0.69)
+  assert claims.trained_out([], [0], 400, model='rnn')['flat'] is False
+  assert claims.trained_out(falling, [], 400, model='rnn')['flat'] is True
+
+
+@pytest.mark.parametrize('losses,verdict', [
+    ([0.70, 0.69, 0.69, 0.69], 'held'),  # the seeds that gave way are flat
+    ([0.70, 0.69, 0.60, 0.40], 'inconclusive'),  # still learning at L=20
+])
+def test_a_still_falling_loss_turns_a_failure_inconclusive(losses, verdict):
+  """The plain RNN gives way between L=10 and 20 in every seed: held only if
+  its training loss at L=20 has stopped falling."""
+  lengths = (10, 20, 50, 100, 200)
+  curves = [c for L in lengths for c in curve_rows('rnn', L, range(8), losses)]
+  summary = distance_summary({'attention': upto(1000), 'rnn': upto(10)},
+                             lengths, curves=curves)
+  claim, = [c for c in summary['claims'] if 'gives way' in c['claim']]
+  assert claim['verdict'] == verdict, claim['measured']
+  assert ('still learning at 400 steps' in claim['measured']) == (
+      verdict == 'inconclusive')
+
+
+def test_a_gating_failure_still_learning_is_inconclusive():
+  """The gated net falls short of the plain one in every seed (p = 2/256):
+  did not hold only when the gated net's loss is flat where it failed."""
+  lengths = (10, 20, 50, 100, 200)
+  acc = {'lstm_chrono': upto(10), 'rnn': upto(20)}
+  for losses, verdict in (([0.7, 0.69, 0.69, 0.69], 'did not hold'),
+                          ([0.7, 0.69, 0.5, 0.3], 'inconclusive')):
+    curves = [c for L in lengths
+              for c in curve_rows('lstm_chrono', L, range(8), losses)]
+    summary = distance_summary(acc, lengths, curves=curves)
+    claim, = [c for c in summary['claims'] if 'Gating' in c['claim']]
+    judged, = stats.judge_families([claim])
+    assert judged['verdict'] == verdict, judged['measured']
+
+
+# -- families, Holm and power ------------------------------------------------------
+
+def test_holm_matches_the_step_down_by_hand():
+  # sorted 0.01, 0.02, 0.03, 0.04 -> 4*0.01, 3*0.02, 2*0.03 (0.06), 0.06
+  assert stats.holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx(
+      [0.06, 0.04, 0.06, 0.06])
+  assert stats.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # monotone
+  assert stats.holm([]) == []
+
+
+def a_test(p, n=8, family='f', direction='held', blocked=False):
+  return dict(claim=f'c{p}', measured='m', note='n', verdict='?', p=p,
+              p_min=stats.smallest_p(n), seeds=n, if_significant=direction,
+              family=family, blocked=blocked)
+
+
+def test_judge_families_adjusts_within_each_family_only():
+  claims_in = [a_test(0.01), a_test(0.02), a_test(0.03), a_test(0.04),
+               a_test(0.04, family='g'), dict(claim='per seed', verdict='held')]
+  out = stats.judge_families(claims_in)
+  # 4 x 0.01 = 0.04 < 0.05; then max(0.04, 3 x 0.02) = 0.06, 0.06, 0.06
+  assert [c['verdict'] for c in out[:4]] == ['held', 'inconclusive',
+                                             'inconclusive', 'inconclusive']
+  assert [c['p_adjusted'] for c in out[:4]] == pytest.approx(
+      [0.04, 0.06, 0.06, 0.06])
+  assert out[4]['verdict'] == 'held' and out[4]['family_size'] == 1
+  assert out[5] == claims_in[5]  # a claim without a test passes unchanged
+  assert 'Holm-adjusted p = 0.040 (raw 0.010, family of 4)' in \
+      out[0]['measured']
+  assert 'Family "f": 4 tests' in out[0]['note']
+
+
+def test_an_underpowered_test_says_so():
+  """Four seeds: the smallest two-sided sign-test p is 0.125 > 0.05, so no
+  outcome could be significant: inconclusive (underpowered: 4 seeds). With
+  eight seeds in a family of ten, 10 * 0.0078 > 0.05: underpowered too."""
+  out, = stats.judge_families([a_test(0.125, n=4)])
+  assert out['verdict'] == 'inconclusive (underpowered: 4 seeds)'
+  family = stats.judge_families([a_test(2 / 256) for _ in range(10)])
+  assert {c['verdict'] for c in family} == {
+      'inconclusive (underpowered: 8 seeds)'}
+  six, = stats.judge_families([a_test(2 / 256, n=8, direction='did not hold')])
+  assert six['verdict'] == 'did not hold'
+
+
+def test_a_blocked_failure_stays_inconclusive():
+  out, = stats.judge_families([a_test(2 / 256, direction='did not hold',
+                                      blocked=True)])
+  assert out['verdict'] == 'inconclusive'
