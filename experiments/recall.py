@@ -246,6 +246,7 @@ def attention_recalls(table, model, length, pairs, widths, config, curves):
       verdict=verdict, test='exact one-sided binomial test over seeds '
       '(each seed: lowest accuracy over pairs and widths)', p=p,
       p_min=0.5 ** n, if_significant=if_significant, family=ATTENTION_FAMILY,
+      seeds=n, blocked=bool(more),
       note=f'each seed judged alone (its lowest accuracy must reach '
            f'{RECALLS:.0%}), then the count of seeds against 1/2; a failure '
            'verdict needs the failing runs trained out (loss flat over the '
@@ -281,7 +282,7 @@ def accuracy_falls(table, model, length, pairs, widths, config, curves):
                f'{"->".join(map(str, pairs))}: {by_width}' + more,
       verdict=verdict, test='exact one-sided sign test, paired by seed',
       p=test['p'], p_min=0.5 ** len(seeds), if_significant=stats.HELD,
-      family=FILLS_FAMILY,
+      family=FILLS_FAMILY, seeds=len(seeds), blocked=bool(more),
       note='per seed, the mean over the widths tested; a recurrence that '
            'recalls every pair count at every width ties (no evidence); held '
            'needs the runs below 99% at the most pairs trained out')
@@ -313,7 +314,7 @@ def width_grows(table, model, length, pairs, widths, config, curves):
                + '; '.join(f'P={P}: {fmt(need[P])}' for P in pairs) + more,
       verdict=verdict, test='exact one-sided sign test, paired by seed',
       p=test['p'], p_min=0.5 ** len(seeds), if_significant=stats.HELD,
-      family=FILLS_FAMILY,
+      family=FILLS_FAMILY, seeds=len(seeds), blocked=bool(more),
       note=f'width needed: the smallest tested d_model at >= {RECALLS:.0%}; '
            'a seed that needs none of them at either count ties (no '
            'evidence)')

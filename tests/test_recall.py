@@ -208,7 +208,7 @@ def test_recall_end_to_end(tmp_path):
       tmp_path, 'recall', '--models=attention', '--lengths=8', '--pairs=2',
       '--widths=8', '--vocab=9', '--seeds=2', '--steps=10',
       '--chunk_steps=10', '--batch_size=8', '--eval_examples=32')
-  assert list(rows[0]) == recall.COLUMNS
+  assert set(recall.COLUMNS) <= set(rows[0])  # and the runner's rate columns
   assert [(r['num_pairs'], r['d_model'], r['seed']) for r in rows] == [
       ('2', '8', '0'), ('2', '8', '1')]
   # Keys and values of 2 layers at every position of L=8, width 8.
