@@ -1,8 +1,8 @@
 """The summary that fills up: multi-query associative recall (MQAR).
 
 Command: `python run.py --exp=recall` (measured on a 2-core CPU shared
-with two other jobs, load 6-11: 36 minutes for the 16 groups but Mamba's,
-Mamba about 7 minutes a group; more than the 20 minutes aimed at), `--quick`
+with two other jobs, load 5-11: 56 minutes, Mamba's 4 groups 20 of them;
+more than the 20 minutes aimed at; not measured idle), `--quick`
 for a first look (10.6 minutes there, 3.3 minutes of CPU); the
 Zoology-scale grid is `--flagfile=configs/recall_zoology.flags` (an
 accelerator).
