@@ -11,7 +11,8 @@ import importlib
 from src.config import Config
 
 EXPERIMENTS = ('distance', 'gating', 'attention', 'gradient', 'cost', 'heads',
-               'induction', 'budget', 'throughput', 'routing', 'all')
+               'induction', 'budget', 'throughput', 'routing', 'recall',
+               'all')
 
 
 _REGISTERED = {}  # experiments registered at run time (tests, notebooks)

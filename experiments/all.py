@@ -56,6 +56,7 @@ RUNS = (
      ('--models=lstm,lstm_fb1,lstm_chrono,rnn', '--seeds=8'), (), None),
     ('budget', 'budget', (), (), None),
     ('routing', 'routing', (), (), None),
+    ('recall', 'recall', (), (), None),
 )
 PARTS = tuple(dict.fromkeys(exp for _, exp, *_ in RUNS))  # experiments
 

@@ -86,6 +86,12 @@ class Config:
   budgets: tuple[int, ...] = _field(
       (250, 1000, 4000), 'training budgets in steps (--exp=budget)', _COUNTS,
       _counts)
+  pairs: tuple[int, ...] = _field(
+      (4, 8, 16), 'key-value pairs per string compared (--exp=recall)',
+      _COUNTS, _counts)
+  widths: tuple[int, ...] = _field(
+      (16, 32, 64), 'model widths d_model compared (--exp=recall)', _COUNTS,
+      _counts)
   num_filler: int = _field(8, 'distinct neutral filler symbols', _COUNT,
                            _count)
   eval_examples: int = _field(2048, 'fresh test strings per seed', _COUNT,

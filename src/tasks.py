@@ -171,11 +171,91 @@ def induction_batch(key, batch_size: int, length: int, vocab: int):
   return tokens.astype(jnp.int32), labels.astype(jnp.int32)
 
 
+def trigger_induction_batch(key, batch_size: int, length: int, vocab: int):
+  """The Mamba paper's induction heads (Gu & Dao 2023, sec. 4.1.2, after
+  H3's): random tokens 0..vocab-1; a special trigger token, id `vocab`,
+  occurs once at a position p in 0..L-3 and again at L-1; the label is the
+  token at p + 1. Vocabulary: vocab + 1 tokens.
+
+  Returns (tokens_BxL, labels_B).
+  """
+  if length < 4:
+    raise ValueError(f'induction task length must be >= 4, got {length}')
+  k_pos, k_rest = split(key, 2)
+  pos = randint(k_pos, (batch_size, 1), 0, length - 2)
+  rest = randint(k_rest, (batch_size, length), 0, vocab)
+  positions = jnp.arange(length)[None, :]
+  tokens = jnp.where((positions == pos) | (positions == length - 1), vocab,
+                     rest)
+  labels = jnp.take_along_axis(tokens, pos + 1, axis=1)[:, 0]
+  return tokens.astype(jnp.int32), labels.astype(jnp.int32)
+
+
 def trigger_position(tokens_BxL):
   """Where the trigger occurred before the end."""
   return jnp.argmax(tokens_BxL[:, :-1] == tokens_BxL[:, -1:], axis=1)
 
 
+# -- multi-query associative recall (Zoology) ----------------------------------
+# Tokens: keys 0..K-1, values K..K+V-1 (K = V = (vocab - 1) // 2), and one
+# neutral filler token, vocab - 1.
+
+def recall_vocab(vocab: int) -> tuple[int, int]:
+  """(num_keys, filler id) of a recall vocabulary of `vocab` tokens."""
+  return (vocab - 1) // 2, vocab - 1
+
+
+def check_recall(length: int, num_pairs: int, vocab: int) -> None:
+  num_keys, _ = recall_vocab(vocab)
+  if num_pairs > num_keys:
+    raise ValueError(f'recall task: {num_pairs} pairs need distinct keys, '
+                     f'but vocab {vocab} has {num_keys} keys (vocab must be '
+                     f'>= {2 * num_pairs + 1})')
+  if length < 4 * num_pairs:
+    raise ValueError(f'recall task: {num_pairs} pairs need length >= '
+                     f'{4 * num_pairs} (the pairs, then a key and its value '
+                     f'per query), got {length}')
+
+
+def _first(key, shape, count):
+  """Per row, `count` distinct indices in 0..shape[-1]-1, in random order."""
+  return jnp.argsort(random_bits(key, shape), axis=-1)[..., :count]
+
+
+def recall_batch(key, batch_size: int, length: int, num_pairs: int,
+                 vocab: int):
+  """Multi-query associative recall (MQAR; Arora et al. 2023, "Zoology"):
+  positions 0..2P-1 hold P pairs `key value` (distinct keys, values drawn
+  with replacement); the rest of the string is two-token slots, P of them
+  (chosen at random) holding a query `key value` for every key once, in
+  random order, the others filler. The label at a query's key is its value
+  (0..V-1); every other position is -1 (nothing asked). Zoology spaces the
+  queries by a power law and fills with random tokens; here the slots are
+  uniform and the filler one neutral token, so a filler never repeats a key.
+
+  Returns (tokens_BxL, labels_BxL).
+  """
+  check_recall(length, num_pairs, vocab)
+  B, P = batch_size, num_pairs
+  K, filler = recall_vocab(vocab)
+  slots = (length - 2 * P) // 2
+  k_keys, k_values, k_slots, k_order = split(key, 4)
+  keys_BxP = _first(k_keys, (B, K), P)
+  values_BxP = randint(k_values, (B, P), 0, K)
+  slot_BxP = jnp.sort(_first(k_slots, (B, slots), P), axis=-1)
+  order_BxP = _first(k_order, (B, P), P)  # pair asked in each query slot
+  query_BxP = 2 * P + 2 * slot_BxP  # position of each query's key
+  rows = jnp.arange(B)[:, None]
+  asked_keys = jnp.take_along_axis(keys_BxP, order_BxP, axis=1)
+  asked_values = jnp.take_along_axis(values_BxP, order_BxP, axis=1)
+  tokens = jnp.full((B, length), filler, jnp.int32)
+  tokens = tokens.at[:, 0:2 * P:2].set(keys_BxP)
+  tokens = tokens.at[:, 1:2 * P:2].set(K + values_BxP)
+  tokens = tokens.at[rows, query_BxP].set(asked_keys)
+  tokens = tokens.at[rows, query_BxP + 1].set(K + asked_values)
+  labels = jnp.full((B, length), -1, jnp.int32).at[rows, query_BxP].set(
+      asked_values)
+  return tokens.astype(jnp.int32), labels.astype(jnp.int32)
 # -- routing against transforming (routing) ------------------------------------
 # Tokens: the first symbol's alphabet 0..k-1, the second's k..2k-1 (its slot
 # is its tag: a symbol is found by its content wherever it stands), the
@@ -268,6 +348,25 @@ def induction_task(length: int, vocab: int) -> Task:
       {'vocab': vocab})
 
 
+def trigger_induction_task(length: int, vocab: int) -> Task:
+  """The Mamba paper's induction heads: a special trigger token (id vocab);
+  name the token that followed its earlier occurrence."""
+  return Task(
+      'trigger_induction', length, vocab + 1, vocab,
+      lambda key, n: trigger_induction_batch(key, n, length, vocab),
+      {'vocab': vocab})
+
+
+def recall_task(length: int, num_pairs: int, vocab: int) -> Task:
+  """Multi-query associative recall: every query's value, at its key's
+  position (labels per position); classes: the values."""
+  check_recall(length, num_pairs, vocab)
+  return Task(
+      'recall', length, vocab, recall_vocab(vocab)[0],
+      lambda key, n: recall_batch(key, n, length, num_pairs, vocab),
+      {'num_pairs': num_pairs, 'vocab': vocab})
+
+
 def routing_task(length: int, function: str, k: int, num_filler: int,
                  tagged: bool) -> Task:
   """A function of two gathered symbols (copy, xor, sum mod k), at fixed
@@ -288,7 +387,8 @@ def routing_task(length: int, function: str, k: int, num_filler: int,
 
 
 TASKS = {'memory': memory_task, 'two_symbol': two_symbol_task,
-         'induction': induction_task, 'routing': routing_task}
+         'induction': induction_task, 'routing': routing_task,
+         'recall': recall_task, 'trigger_induction': trigger_induction_task}
 
 
 def make_task(name: str, length: int, **params) -> Task:

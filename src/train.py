@@ -105,9 +105,28 @@ def adam(learning_rate, b1: float = 0.9, b2: float = 0.999,
 
 
 def cross_entropy(logits_BxC, labels_B):
-  loss = optax.softmax_cross_entropy_with_integer_labels(logits_BxC, labels_B)
-  accuracy = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
-  return loss.mean(), accuracy.mean()
+  """Mean loss and accuracy: one label per string (labels_B, logits_BxC), or
+  one per position (labels_BxL, logits_BxLxC) with -1 where the task asks
+  nothing, averaged over the positions asked (multi-query recall)."""
+  if labels_B.ndim == 1:
+    loss = optax.softmax_cross_entropy_with_integer_labels(logits_BxC,
+                                                           labels_B)
+    accuracy = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
+    return loss.mean(), accuracy.mean()
+  asked = (labels_B >= 0).astype(jnp.float32)
+  loss = optax.softmax_cross_entropy_with_integer_labels(
+      logits_BxC, jnp.maximum(labels_B, 0))
+  correct = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
+  count = jnp.maximum(asked.sum(), 1.0)
+  return (loss * asked).sum() / count, (correct * asked).sum() / count
+
+
+def logits_for(model, tokens_BxL, labels_B, **kwargs):
+  """The model's logits where the labels are: the last position, or every
+  position when the task labels positions (labels_BxL)."""
+  if labels_B.ndim == 2:
+    kwargs['per_position'] = True
+  return model(tokens_BxL, **kwargs)[0]
 
 
 def train_step(graphdef, tx, task: tasks_lib.Task, batch_size: int, carry,
@@ -121,7 +140,8 @@ def train_step(graphdef, tx, task: tasks_lib.Task, batch_size: int, carry,
       tasks_lib.train_key(data_key, step_index), batch_size)
 
   def loss_fn(params):
-    logits, _ = nnx.merge(graphdef, params)(tokens_BxL, weights=False)
+    logits = logits_for(nnx.merge(graphdef, params), tokens_BxL, labels_B,
+                        weights=False)
     return cross_entropy(logits, labels_B)
 
   (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
@@ -223,7 +243,7 @@ class Ensemble:
 
   @staticmethod
   def _loss_and_accuracy(model, tokens_BxL, labels_B):
-    logits, _ = model(tokens_BxL, weights=False)
+    logits = logits_for(model, tokens_BxL, labels_B, weights=False)
     loss, acc = cross_entropy(logits, labels_B)
     return {'loss': loss, 'accuracy': acc}
 
@@ -377,14 +397,16 @@ EVAL_CHUNK = 256  # test strings per forward pass in `evaluate`
 def _chunked_loss_and_accuracy(model, tokens_BxL, labels_B):
   """Mean loss and accuracy over the strings, computed in equal chunks of
   at most EVAL_CHUNK: the mean of the chunks' means is the mean (the
-  accuracy exactly, the loss up to float rounding)."""
+  accuracy exactly, the loss up to float rounding; with labels per position,
+  when every string asks as many, as multi-query recall's do)."""
   B = tokens_BxL.shape[0]
   chunk = max(c for c in range(1, min(B, EVAL_CHUNK) + 1) if B % c == 0)
   def one(batch):
     tokens, labels = batch
     return Ensemble._loss_and_accuracy(model, tokens, labels)
   per_chunk = jax.lax.map(one, (tokens_BxL.reshape(B // chunk, chunk, -1),
-                                labels_B.reshape(B // chunk, chunk)))
+                                labels_B.reshape(B // chunk, chunk,
+                                                 *labels_B.shape[1:])))
   return jax.tree.map(lambda x: x.mean(0), per_chunk)
 
 

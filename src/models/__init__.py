@@ -62,6 +62,10 @@ class ModelSpec:
   sequence_outputs: `cost` measures it with an output at every position, as
     a sequence model is used (False: the classifier's last position only).
   layered: it stacks `num_layers` layers (`induction` compares depths).
+  state_floats(length, d_model, num_heads, num_layers): the floats it
+    carries from one position to the next when it generates, per string:
+    a recurrence's state (all layers), attention's KV cache at `length`
+    (`recall` compares them).
   """
   name: str
   family: Family
@@ -76,6 +80,7 @@ class ModelSpec:
   loops_over_positions: bool = False
   sequence_outputs: bool = True
   layered: bool = False
+  state_floats: Callable[[int, int, int, int], float] | None = None
 
   def step_work(self, length: int) -> float:
     """Relative cost of a training step at `length`, for the progress ETA:
@@ -138,6 +143,9 @@ def _attention_activations(L, D, H, layers):
   return layers * 8 * L * D + (layers - 1) * 2 * H * L * L + 2 * H * L
 
 
+def _kv_cache(L, D, H, layers):
+  # Every layer's keys and values at every position so far.
+  return layers * 2 * L * D
 def _transformer(*, vocab_size, length, d_model, num_classes, num_heads,
                  num_layers, rngs):
   return attention_lib.TransformerClassifier(
@@ -171,6 +179,10 @@ def _recurrent_activations(gates):
   return lambda L, D, H, layers: L * (3 * gates * D + 3 * D)
 
 
+_lstm_state = lambda L, D, H, layers: 2 * D  # h and c
+_hidden_state = lambda L, D, H, layers: D  # h
+
+
 _FLAX_DEFAULT = ('Flax default: LeCun-normal input kernels, orthogonal '
                  'recurrent kernels, zero biases')
 
@@ -179,7 +191,8 @@ register(ModelSpec(
     init='Flax default: LeCun-normal projections, N(0, 1) embeddings',
     color='#d62728', architecture='attention', form='every query against '
     'every key, one parallel product (L x L)',
-    activations=_attention_activations, has_attention=True, layered=True))
+    activations=_attention_activations, has_attention=True, layered=True,
+    state_floats=_kv_cache))
 register(ModelSpec(
     'attention_last', ATTENTION, _attention,
     init='as attention (the same classifier; `cost` measures only its '
@@ -187,7 +200,7 @@ register(ModelSpec(
     color='#ff7f0e', architecture='attention',
     form='the read-out query against every key (1 x L)',
     activations=_attention_activations, has_attention=True, layered=True,
-    sequence_outputs=False))
+    sequence_outputs=False, state_floats=_kv_cache))
 register(ModelSpec(
     'transformer', ATTENTION, _transformer,
     init='Flax default, as attention; LayerNorm scale 1, bias 0; MLP '
@@ -195,13 +208,14 @@ register(ModelSpec(
     color='#8c564b', architecture='transformer', form='every query against '
     'every key (L x L), then a position-wise MLP (hidden 4 x d_model, GELU); '
     'pre-LayerNorm residuals',
-    activations=_transformer_activations, has_attention=True, layered=True))
+    activations=_transformer_activations, has_attention=True, layered=True,
+    state_floats=_kv_cache))
 register(ModelSpec(
     'lstm', GATED, _recurrent('lstm'),
     init=_FLAX_DEFAULT + ' (forget-gate bias 0: the gate starts at 0.5)',
     color='#1f77b4', architecture='lstm',
     activations=_recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN))
+    form=_SCAN, state_floats=_lstm_state))
 register(ModelSpec(
     'lstm_fb1', GATED, _recurrent('lstm', recurrent_lib.forget_bias(1.0)),
     init='forget-gate bias 1 (Gers et al. 2000; Jozefowicz et al. 2015; '
@@ -209,7 +223,7 @@ register(ModelSpec(
     init_name='forget bias 1',
     color='#6baed6', architecture='lstm',
     activations=_recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN))
+    form=_SCAN, state_floats=_lstm_state))
 register(ModelSpec(
     'lstm_chrono', GATED, _recurrent('lstm', recurrent_lib.lstm_chrono),
     init='chrono (Tallec & Ollivier 2018): forget-gate bias '
@@ -217,12 +231,12 @@ register(ModelSpec(
     init_name='chrono',
     color='#08306b', architecture='lstm',
     activations=_recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN))
+    form=_SCAN, state_floats=_lstm_state))
 register(ModelSpec(
     'gru', GATED, _recurrent('gru'), init=_FLAX_DEFAULT,
     color='#2ca02c', architecture='gru',
     activations=_recurrent_activations(3), loops_over_positions=True,
-    form=_SCAN))
+    form=_SCAN, state_floats=_hidden_state))
 register(ModelSpec(
     'gru_chrono', GATED, _recurrent('gru', recurrent_lib.gru_chrono),
     init='chrono for the update gate (after Tallec & Ollivier 2018): '
@@ -230,19 +244,19 @@ register(ModelSpec(
     init_name='chrono',
     color='#00441b', architecture='gru',
     activations=_recurrent_activations(3), loops_over_positions=True,
-    form=_SCAN))
+    form=_SCAN, state_floats=_hidden_state))
 register(ModelSpec(
     'rnn', PLAIN, _recurrent('rnn'), init=_FLAX_DEFAULT,
     color='#7f7f7f', architecture='rnn',
     activations=_recurrent_activations(1), loops_over_positions=True,
-    form=_SCAN))
+    form=_SCAN, state_floats=_hidden_state))
 register(ModelSpec(
     'rnn_uniform', PLAIN, _recurrent('rnn', recurrent_lib.pytorch_uniform),
     init="PyTorch nn.RNN's: every weight and bias U(-1/sqrt(d), 1/sqrt(d))",
     init_name='PyTorch uniform',
     color='#252525', architecture='rnn',
     activations=_recurrent_activations(1), loops_over_positions=True,
-    form=_SCAN))
+    form=_SCAN, state_floats=_hidden_state))
 
 
 # -- linear recurrences, computed in parallel (src/models/linear.py) ---------------
@@ -273,6 +287,24 @@ def _mamba_activations(L, D, H, layers):
   return layers * (12 * L * I + (L // linear_lib.scan_chunk() + 1) * I * N)
 
 
+def _linear_attention_state(L, D, H, layers):
+  # Per layer and head the running sums S = sum phi(k) v^T (K x K) and
+  # z = sum phi(k) (K).
+  K = D // H
+  return layers * H * (K * K + K)
+
+
+def _lru_state(L, D, H, layers):
+  return layers * 2 * D  # D complex units, two floats each
+
+
+def _mamba_state(L, D, H, layers):
+  # Per layer: N states per inner channel, and the convolution's window of
+  # the last W - 1 inputs.
+  I = linear_lib.MAMBA_EXPAND * D
+  return layers * (I * linear_lib.MAMBA_STATE + (linear_lib.MAMBA_CONV - 1) * I)
+
+
 register(ModelSpec(
     'linear_attention', LINEAR, linear_lib.LinearAttentionClassifier,
     init='Flax default (LeCun-normal projections, N(0, 1) embeddings, '
@@ -282,7 +314,7 @@ register(ModelSpec(
     form='chunks of 64: C x C feature products within a chunk, running '
     'sums between chunks (the L x L grid only when weights are asked for)',
     activations=_linear_attention_activations, has_attention=True,
-    layered=True))
+    layered=True, state_floats=_linear_attention_state))
 register(ModelSpec(
     'lru', LINEAR, linear_lib.LRUClassifier,
     init='Orvieto et al. 2023: lambda uniform on the ring r_min 0.9, r_max '
@@ -290,7 +322,7 @@ register(ModelSpec(
          'complex Glorot-normal, D N(0, 1); GLU Flax default',
     color='#e377c2', architecture='lru',
     form='an associative scan over positions',
-    activations=_lru_activations, layered=True))
+    activations=_lru_activations, layered=True, state_floats=_lru_state))
 register(ModelSpec(
     'mamba', LINEAR, linear_lib.MambaClassifier,
     init='state-spaces/mamba (Gu & Dao 2023): A = -(1..N) (S4D-real), D = 1, '
@@ -299,4 +331,5 @@ register(ModelSpec(
          'embeddings N(0, 1)',
     color='#17becf', architecture='mamba',
     form='a lax.scan over chunks of positions (16 on a CPU), each unrolled',
-    activations=_mamba_activations, layered=True))
+    activations=_mamba_activations, layered=True,
+    state_floats=_mamba_state))

@@ -1,0 +1,440 @@
+"""The summary that fills up: multi-query associative recall (MQAR).
+
+Command: `python run.py --exp=recall` (measured on a 2-core CPU shared
+with two other jobs, load 5-11: 56 minutes, Mamba's 4 groups 20 of them;
+more than the 20 minutes aimed at; not measured idle), `--quick`
+for a first look (10.6 minutes there, 3.3 minutes of CPU); the
+Zoology-scale grid is `--flagfile=configs/recall_zoology.flags` (an
+accelerator).
+
+Task (Arora et al. 2023, "Zoology", sec. 3): a string of L tokens opens
+with P pairs `key value` (distinct keys, values drawn with replacement);
+later, every key comes back once as a query, and the model must name its
+value at the query's position (a loss and an accuracy at every query; chance
+1/V). Attention can look every pair up in its KV cache, which grows with the
+string. A recurrence must carry every pair in a state of fixed size: the
+lesson's "intermediate summary that fills up quickly". So the claims: attention
+recalls every pair at every width; a fixed-size state, at a fixed width, loses
+pairs as P grows, and needs a width (a state) that grows with P.
+
+Trains every model at every (P, width d_model) on one length, 2 layers where
+the model stacks layers, several seeds each (seed i of every group draws the
+same strings: the comparisons are paired by seed), and records each model's
+state in floats (attention: its KV cache at L). What to expect: attention at
+~100% everywhere; linear attention, the LRU, Mamba and the LSTM losing
+accuracy as P grows at small widths, and the width they need rising with P.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+from src import claims as claims_lib
+from src import experiment
+from src import models as models_lib
+from src import record
+from src import stats
+from src import tasks as tasks_lib
+from src.config import Config, ConfigError
+
+DEFAULTS = Config(
+    exp='recall',
+    models=('attention', 'linear_attention', 'lru', 'mamba', 'lstm_chrono'),
+    lengths=(32,),  # 4 x the most pairs: the pairs, then a query slot each
+    pairs=(2, 8),  # the corners a 2-core CPU affords (Mamba: ~7 min a group)
+    widths=(16, 32),
+    vocab=129,  # 64 keys, 64 values (chance 1/64) and the filler
+    num_layers=2,  # Zoology's 2-layer models
+    num_heads=1,
+    seeds=5,  # one-sided tests over seeds reach p = 0.5^5 = 0.031
+    steps=1000,  # attention (d=32, 8 pairs) goes from 0.2 to 1.0 at 400-600
+    batch_size=32,
+    learning_rate=3e-3,
+    eval_examples=512,  # x P queries each
+    chunk_steps=100,
+    checkpoint_every=500,
+)
+# --quick: a first look; Mamba left out (its compile alone is about a
+# minute per width on this CPU), one width, 2 seeds (every claim
+# underpowered: inconclusive); one pair (single-query recall) at the easy
+# end, which also fits the short strings of `--exp=all --quick`'s tests.
+QUICK = dataclasses.replace(
+    DEFAULTS, models=('attention', 'linear_attention', 'lru', 'lstm_chrono'),
+    pairs=(1, 8), widths=(16,), seeds=2, steps=300, eval_examples=256)
+accepts = lambda spec: spec.state_floats is not None and spec.sequence_outputs
+# The field flags it reads; run.py refuses the others.
+FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
+          'learning_rate', 'num_heads', 'num_layers', 'pairs', 'widths',
+          'vocab', 'eval_examples', 'chunk_steps', 'checkpoint_every')
+SECTION, FIGURE = '10. The summary that fills up (recall)', 'recall.png'
+COLUMNS = ['model', 'length', 'num_pairs', 'd_model', 'num_layers', 'seed',
+           'accuracy', 'loss', 'state_floats', 'steps', 'wall_s',
+           'compile_s', 'num_params', 'diverged']
+RECALLS = 0.99  # a seed "recalls every pair" at this query accuracy or above
+ATTENTION_FAMILY = 'recall: attention recalls every pair'
+FILLS_FAMILY = 'recall: a fixed-size summary fills up'
+
+
+def layers_of(model: str, config: Config) -> int:
+  return config.num_layers if models_lib.get(model).layered else 1
+
+
+def state_floats(model: str, length: int, d_model: int, config) -> int:
+  return int(models_lib.get(model).state_floats(
+      length, d_model, config.num_heads, layers_of(model, config)))
+
+
+def grid(config: Config) -> list[tuple[int, int]]:
+  """The (length, pairs) cells: every pair count a length has room for (the
+  others are left out at that length)."""
+  return [(L, P) for L in config.lengths for P in config.pairs
+          if 4 * P <= L]
+
+
+def check(config: Config) -> None:
+  """One-line errors naming the flag, before anything runs."""
+  keys, _ = tasks_lib.recall_vocab(config.vocab)
+  if max(config.pairs) > keys:
+    raise ConfigError(f'--vocab: {max(config.pairs)} pairs need distinct '
+                      f'keys; --vocab={config.vocab} has {keys} (use >= '
+                      f'{2 * max(config.pairs) + 1})')
+  if not grid(config):
+    raise ConfigError(f'--pairs: {min(config.pairs)} pairs need a length >= '
+                      f'{4 * min(config.pairs)} (the pairs, then a key and '
+                      'value per query); the longest in --lengths is '
+                      f'{max(config.lengths)}')
+  for w in config.widths:
+    if w % config.num_heads:
+      raise ConfigError(f'--widths: each must be divisible by --num_heads='
+                        f'{config.num_heads}, got {w}')
+
+
+def estimate_bytes(config: Config) -> int:
+  """The runner's memory check at the widest width, plus the logits at every
+  position and their gradient (and the flag checks, which must come before
+  anything is written)."""
+  from src import config as config_lib
+  check(config)
+  values = tasks_lib.recall_vocab(config.vocab)[0]
+  logits = 2 * 4 * config.seeds * max(2 * config.batch_size, 256) * max(
+      config.lengths) * values
+  return logits + config_lib.estimate_bytes(
+      dataclasses.replace(config, d_model=max(config.widths)))
+
+
+def group_name(model, length, pairs, width) -> str:
+  return f'{model}_d{width:03d}_P{pairs:02d}_L{length:03d}'
+
+
+def groups(config: Config) -> list:
+  check(config)
+  return [experiment.group(
+      m, L, name=group_name(m, L, P, w), task='recall',
+      task_params={'num_pairs': P, 'vocab': config.vocab},
+      key=dict(model=m, length=L, num_pairs=P, d_model=w),
+      work_scale=w / 32 * layers_of(m, config), d_model=w, num_pairs=P)
+          for m in config.models for L, P in grid(config)
+          for w in config.widths]
+
+
+def rows(group, final, config, timing) -> list[dict]:
+  d, P = group.hparams['d_model'], group.hparams['num_pairs']
+  return [dict(model=group.model, length=group.length, num_pairs=P,
+               d_model=d, num_layers=layers_of(group.model, config), seed=s,
+               accuracy=final['accuracy'][s], loss=final['loss'][s],
+               state_floats=state_floats(group.model, group.length, d,
+                                         config),
+               steps=timing.steps, wall_s=timing.wall_s,
+               compile_s=timing.compile_s, num_params=timing.num_params,
+               diverged=bool(timing.diverged[s]))
+          for s in range(config.seeds)]
+
+
+def line(group, final, config, timing) -> str:
+  return (f'{group.name}: query accuracy {final["accuracy"].mean():.3f} '
+          '(seeds ' + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
+
+
+# -- summary and claims --------------------------------------------------------
+
+def accuracy_table(rows) -> dict:
+  """{(model, length, pairs, width): {seed: accuracy}}."""
+  out = {}
+  for r in rows:
+    key = (r['model'], int(r['length']), int(r['num_pairs']),
+           int(r['d_model']))
+    out.setdefault(key, {})[int(r['seed'])] = float(r['accuracy'])
+  return out
+
+
+def width_needed(table, model, length, pairs, widths, seed):
+  """The smallest width at which the seed recalls (>= RECALLS); inf if none."""
+  for w in sorted(widths):
+    if stats.reaches(table[model, length, pairs, w][seed], RECALLS):
+      return w
+  return math.inf
+
+
+def trained_out(curves, runs, steps) -> dict:
+  """Over `runs` [(group name, seed)]: the training loss averaged over the
+  last tenth before `steps` against the same before steps / 2
+  (`claims.loss_before`); flat if the median fall is under claims.FLAT
+  (no runs: nothing failed, nothing to check)."""
+  if not runs:
+    return {'flat': True, 'fall': math.nan}
+  falls = []
+  for name, seed in runs:
+    half = claims_lib.loss_before(curves, steps // 2, [seed], group=name)
+    end = claims_lib.loss_before(curves, steps, [seed], group=name)
+    if seed in half and seed in end and half[seed] > 0:
+      falls.append((half[seed] - end[seed]) / half[seed])
+  fall = float(np.median(falls)) if falls else math.nan
+  return {'flat': bool(np.isfinite(fall) and fall < claims_lib.FLAT),
+          'fall': fall}
+
+
+def failing_runs(table, model, length, pairs, widths, seeds) -> list:
+  """(group name, seed) of every run below RECALLS among `pairs` x `widths`."""
+  return [(group_name(model, length, P, w), s) for P in pairs for w in widths
+          for s in seeds
+          if not stats.reaches(table[model, length, P, w][s], RECALLS)]
+
+
+def decide(p: float, p_min: float, if_significant: str, *, failing: bool,
+           flat: dict, steps: int) -> tuple[str, str]:
+  """(verdict, what the trained-out rule adds): `if_significant` when
+  p < ALPHA, unless it says a model failed and its failing runs were still
+  learning; otherwise inconclusive (underpowered when even the smallest p
+  could not reach ALPHA)."""
+  if p_min >= stats.ALPHA:
+    seeds = round(math.log(p_min) / math.log(0.5))
+    return f'{stats.INCONCLUSIVE} (underpowered: {seeds} seeds)', ''
+  if p >= stats.ALPHA:
+    return stats.INCONCLUSIVE, ''
+  if failing and not flat['flat']:
+    fall = (f'{100 * flat["fall"]:.1f}%' if np.isfinite(flat['fall'])
+            else 'n/a')
+    return stats.INCONCLUSIVE, (f'; still learning at {steps} steps (the '
+                                f'failing runs\' loss fell by a median {fall}'
+                                ' over the last doubling)')
+  return if_significant, ''
+
+
+def attention_recalls(table, model, length, pairs, widths, config, curves):
+  """Per seed: its lowest query accuracy over pairs and widths reaches
+  RECALLS. Exact one-sided binomial test of the seeds that do against 1/2,
+  in whichever direction the seeds point."""
+  seeds = sorted(table[model, length, pairs[0], widths[0]])
+  lowest = [min(table[model, length, P, w][s] for P in pairs for w in widths)
+            for s in seeds]
+  n, k = len(seeds), sum(stats.reaches(x, RECALLS) for x in lowest)
+  held = 2 * k >= n
+  p = stats.binomial(k if held else n - k, n, 0.5, 'greater')
+  flat = trained_out(curves, failing_runs(table, model, length, pairs,
+                                          widths, seeds), config.steps)
+  if_significant = stats.HELD if held else stats.NOT_HELD
+  verdict, more = decide(p, 0.5 ** n, if_significant, failing=not held,
+                         flat=flat, steps=config.steps)
+  return dict(
+      claim=f'Attention ({model}) recalls every pair at every width tested.',
+      model=model, length=length,
+      measured=f'at >= {RECALLS:.0%} of the queries at every P in '
+               f'{min(pairs)}..{max(pairs)} and d_model {min(widths)}..'
+               f'{max(widths)} in {k} of {n} seeds; lowest per seed '
+               + ' '.join(f'{x:.3f}' for x in lowest) + more,
+      verdict=verdict, test='exact one-sided binomial test over seeds '
+      '(each seed: lowest accuracy over pairs and widths)', p=p,
+      p_min=0.5 ** n, if_significant=if_significant, family=ATTENTION_FAMILY,
+      seeds=n, blocked=bool(more),
+      note=f'each seed judged alone (its lowest accuracy must reach '
+           f'{RECALLS:.0%}), then the count of seeds against 1/2; a failure '
+           'verdict needs the failing runs trained out (loss flat over the '
+           'last doubling of steps)')
+
+
+def accuracy_falls(table, model, length, pairs, widths, config, curves):
+  """At a fixed width, fewer pairs recalled as P grows: per seed, the mean
+  over widths of the accuracy at the fewest pairs against at the most;
+  exact one-sided sign test, paired by seed."""
+  lo, hi = min(pairs), max(pairs)
+  seeds = sorted(table[model, length, lo, widths[0]])
+  mean = lambda P, s: float(np.mean([table[model, length, P, w][s]
+                                     for w in widths]))
+  few, many = [mean(lo, s) for s in seeds], [mean(hi, s) for s in seeds]
+  test = stats.sign_test(few, many, alternative='greater')
+  flat = trained_out(curves, failing_runs(table, model, length, [hi],
+                                          widths, seeds), config.steps)
+  verdict, more = decide(test['p'], 0.5 ** len(seeds), stats.HELD,
+                         failing=True, flat=flat, steps=config.steps)
+  by_width = '; '.join(
+      f'd={w}: ' + ' -> '.join(
+          f'{np.mean(list(table[model, length, P, w].values())):.3f}'
+          for P in pairs) for w in widths)
+  return dict(
+      claim=f'At a fixed width, {model} recalls fewer pairs as the pairs '
+            'grow (its summary fills up).',
+      model=model, length=length,
+      measured=f'mean accuracy over widths lower at P={hi} than at P={lo} in '
+               f'{test["wins"]} of {len(seeds)} seeds (higher in '
+               f'{test["losses"]}, tied in {test["ties"]}; one-sided sign '
+               f'test p = {stats.fmt_p(test["p"])}); seed means by width, P '
+               f'{"->".join(map(str, pairs))}: {by_width}' + more,
+      verdict=verdict, test='exact one-sided sign test, paired by seed',
+      p=test['p'], p_min=0.5 ** len(seeds), if_significant=stats.HELD,
+      family=FILLS_FAMILY, seeds=len(seeds), blocked=bool(more),
+      note='per seed, the mean over the widths tested; a recurrence that '
+           'recalls every pair count at every width ties (no evidence); held '
+           'needs the runs below 99% at the most pairs trained out')
+
+
+def width_grows(table, model, length, pairs, widths, config, curves):
+  """Per seed, the smallest width reaching RECALLS at the most pairs against
+  at the fewest (none: infinite); exact one-sided sign test, paired by
+  seed."""
+  lo, hi = min(pairs), max(pairs)
+  seeds = sorted(table[model, length, lo, widths[0]])
+  need = {P: [width_needed(table, model, length, P, widths, s)
+              for s in seeds] for P in pairs}
+  test = stats.sign_test(need[hi], need[lo], alternative='greater')
+  flat = trained_out(curves, failing_runs(table, model, length, [hi],
+                                          widths, seeds), config.steps)
+  verdict, more = decide(test['p'], 0.5 ** len(seeds), stats.HELD,
+                         failing=True, flat=flat, steps=config.steps)
+  fmt = lambda v: ' '.join('-' if not np.isfinite(w) else str(w) for w in v)
+  return dict(
+      claim=f'The width {model} needs to recall every pair grows with the '
+            'pairs.',
+      model=model, length=length,
+      measured=f'larger at P={hi} than at P={lo} in {test["wins"]} of '
+               f'{len(seeds)} seeds (smaller in {test["losses"]}, tied in '
+               f'{test["ties"]}; one-sided sign test p = '
+               f'{stats.fmt_p(test["p"])}); width needed per seed (-: none '
+               f'of {min(widths)}..{max(widths)}): '
+               + '; '.join(f'P={P}: {fmt(need[P])}' for P in pairs) + more,
+      verdict=verdict, test='exact one-sided sign test, paired by seed',
+      p=test['p'], p_min=0.5 ** len(seeds), if_significant=stats.HELD,
+      family=FILLS_FAMILY, seeds=len(seeds), blocked=bool(more),
+      note=f'width needed: the smallest tested d_model at >= {RECALLS:.0%}; '
+           'a seed that needs none of them at either count ties (no '
+           'evidence)')
+
+
+def summarize(config: Config, rows, curves=()) -> dict:
+  table = accuracy_table(rows)
+  out = {'accuracy': [], 'width_needed': [], 'chance':
+         1 / tasks_lib.recall_vocab(config.vocab)[0], 'claims': []}
+  widths = sorted(config.widths)
+  for (m, L, P, w), by_seed in sorted(table.items()):
+    v = [by_seed[s] for s in sorted(by_seed)]
+    out['accuracy'].append(dict(
+        model=m, length=L, num_pairs=P, d_model=w,
+        state_floats=state_floats(m, L, w, config),
+        **dict(zip(('mean', 'ci95_low', 'ci95_high'), stats.mean_ci95(v))),
+        seeds=v))
+  for m in config.models:
+    for L in config.lengths:
+      pairs = sorted(P for L2, P in grid(config) if L2 == L
+                     and all((m, L, P, w) in table for w in widths))
+      if not pairs:
+        continue
+      seeds = sorted(table[m, L, pairs[0], widths[0]])
+      for P in pairs:
+        need = [width_needed(table, m, L, P, widths, s) for s in seeds]
+        med = float(np.median(need))
+        out['width_needed'].append(dict(
+            model=m, length=L, num_pairs=P,
+            per_seed=[None if not np.isfinite(w) else int(w) for w in need],
+            median=None if not np.isfinite(med) else med,
+            state_floats=(None if not np.isfinite(med) else state_floats(
+                m, L, int(min(w for w in widths if w >= med)), config))))
+      spec = models_lib.get(m)
+      if spec.family == models_lib.ATTENTION:
+        out['claims'].append(attention_recalls(table, m, L, pairs, widths,
+                                               config, curves))
+      elif spec.family.recurrent and len(pairs) > 1:
+        out['claims'].append(accuracy_falls(table, m, L, pairs, widths,
+                                            config, curves))
+        out['claims'].append(width_grows(table, m, L, pairs, widths, config,
+                                         curves))
+  return out
+
+
+def print_table(config, summary) -> None:
+  print(f'\nRecall: query accuracy (chance {summary["chance"]:.3f}), '
+        f'{config.seeds} seeds, {config.steps} steps')
+  print(record.table(
+      [[r['model'], r['length'], r['num_pairs'], r['d_model'],
+        r['state_floats'], f'{r["mean"]:.3f}',
+        ' '.join(f'{a:.3f}' for a in r['seeds'])]
+       for r in summary['accuracy']],
+      ['model', 'L', 'pairs', 'd_model', 'state floats', 'accuracy',
+       'seeds']))
+  print(f'\nWidth needed to recall >= {RECALLS:.0%} (per seed; -: none '
+        'tested)')
+  print(record.table(
+      [[r['model'], r['length'], r['num_pairs'],
+        ' '.join('-' if w is None else str(w) for w in r['per_seed']),
+        '-' if r['state_floats'] is None else r['state_floats']]
+       for r in summary['width_needed']],
+      ['model', 'L', 'pairs', 'width per seed', 'state floats (median)']))
+
+
+def figure(config, summary, rows, kept, folder, writer=None):
+  plot(config, summary, folder / FIGURE, writer)
+
+
+def plot(config, summary, path, writer=None):
+  """Per model, mean query accuracy over (pairs, width) at the longest
+  length; last panel: the state (floats) each model needs to recall 99%
+  against the pairs (Zoology's Figure 2 plots accuracy against width)."""
+  plt = record.pyplot()
+  L = max(config.lengths)
+  models = [m for m in config.models
+            if any(r['model'] == m and r['length'] == L
+                   for r in summary['accuracy'])]
+  pairs = sorted(P for L2, P in grid(config) if L2 == L)
+  widths = sorted(config.widths)
+  fig, axes = plt.subplots(1, len(models) + 1,
+                           figsize=(2.6 * (len(models) + 1) + 0.6, 3.2))
+  axes = np.atleast_1d(axes)
+  acc = {(r['model'], r['num_pairs'], r['d_model']): r['mean']
+         for r in summary['accuracy'] if r['length'] == L}
+  for ax, m in zip(axes, models):
+    grid_WxP = np.array([[acc.get((m, P, w), np.nan) for P in pairs]
+                         for w in widths])
+    ax.imshow(grid_WxP, origin='lower', vmin=0, vmax=1,
+                      cmap='viridis', aspect='auto')
+    for i in range(len(widths)):
+      for j in range(len(pairs)):
+        if np.isfinite(grid_WxP[i, j]):
+          ax.text(j, i, f'{grid_WxP[i, j]:.2f}', ha='center', va='center',
+                  fontsize=7, color='w' if grid_WxP[i, j] < 0.6 else 'k')
+    ax.set_xticks(range(len(pairs)), pairs)
+    ax.set_yticks(range(len(widths)), widths)
+    ax.set_xlabel('key-value pairs')
+    ax.set_title(m, fontsize=9, color=models_lib.get(m).color)
+  axes[0].set_ylabel('d_model')
+  ax = axes[-1]
+  for m in models:
+    points = [(r['num_pairs'], r['state_floats'])
+              for r in summary['width_needed']
+              if r['model'] == m and r['length'] == L
+              and r['state_floats'] is not None]
+    if points:
+      ax.plot(*zip(*points), marker='o', color=models_lib.get(m).color,
+              label=m)
+  ax.set_xscale('log', base=2)
+  ax.set_xticks(pairs, pairs)
+  ax.set_yscale('log')
+  ax.set_xlabel('key-value pairs')
+  ax.set_ylabel(f'state floats to recall {RECALLS:.0%}')
+  ax.set_title('state needed (median seed)', fontsize=9)
+  if ax.get_legend_handles_labels()[0]:
+    ax.legend(fontsize=6)
+  fig.suptitle(f'Multi-query recall: mean query accuracy (colour 0..1, chance '
+               f'{summary["chance"]:.3f}), L={L}, {config.seeds} seeds, '
+               f'{config.steps} steps (cf. Zoology, Arora et al. 2023, '
+               'Figure 2)', fontsize=9)
+  fig.subplots_adjust(wspace=0.55, top=0.84, bottom=0.17)
+  record.save_figure(fig, path, writer, 'figures/recall')
