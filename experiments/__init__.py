@@ -37,7 +37,8 @@ def fields(name: str) -> tuple[str, ...]:
   """The config fields `--exp=NAME` reads (its FIELDS), in Config's order;
   for an experiment made of parts (`all`), the union of its parts'."""
   module = load(name)
-  wanted = set()
+  wanted = set(getattr(module, 'FIELDS', ())) if hasattr(
+      module, 'PARTS') else set()
   for part in getattr(module, 'PARTS', (name,)):
     wanted |= set(load(part).FIELDS)
   return tuple(f.name for f in dataclasses.fields(Config) if f.name in wanted)

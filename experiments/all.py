@@ -69,16 +69,27 @@ def section(name: str) -> tuple[str, str]:
   return title or module.SECTION, module.FIGURE
 
 
-def report_order() -> list[str]:
-  """The parts in the lesson's order (by section number), parts of one
-  section in the order they run."""
+def names() -> tuple[str, ...]:
+  """Every part's name, in the order they run (what --parts accepts)."""
+  return tuple(r[0] for r in RUNS)
+
+
+def chosen(config) -> list[str]:
+  """The parts `--parts` names (default: every one), in RUNS order."""
+  return [n for n in names() if not config.parts or n in config.parts]
+
+
+def report_order(parts=None) -> list[str]:
+  """The parts (default: every one) in the lesson's order (by section
+  number), parts of one section in the order they run."""
   number = lambda name: float(section(name)[0].split('.')[0])
-  return sorted((r[0] for r in RUNS), key=number)
+  return sorted(parts or names(), key=number)
 
 
 DEFAULTS = Config(exp='all')
 QUICK = dataclasses.replace(DEFAULTS, quick=True)
 accepts = lambda spec: True  # each part checks its own
+FIELDS = ('parts',)  # its own; each part's come from the part
 COLUMNS = ['experiment', 'claim', 'verdict', 'measured']
 
 
@@ -109,7 +120,7 @@ def run(config: Config, run_dir, *, stop=None, flags=None) -> dict:
                   if flags is not None else {})
   root = Path(__file__).resolve().parents[1]
   walls = {}
-  for name, *_ in RUNS:
+  for name in chosen(config):
     if stop is not None and stop.requested:
       raise Preempted(stop.signum, f'before {name}')
     command = part_command(name, run_dir, passthrough_, config.quick)
@@ -148,7 +159,7 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   if not run_dir.is_writer:
     return {}  # the parts' process 0 wrote their summaries: its host reports
   claims, sections = [], []
-  for name in report_order():
+  for name in report_order(chosen(config)):
     folder = run_dir.path / name
     summary = json.loads((folder / 'summary.json').read_text())
     title, figure = section(name)

@@ -94,6 +94,10 @@ class Config:
       _counts)
   num_filler: int = _field(8, 'distinct neutral filler symbols', _COUNT,
                            _count)
+  parts: tuple[str, ...] = _field(
+      (), 'the parts --exp=all runs and reports (default: every one)',
+      'a comma list of the parts of --exp=all',
+      lambda flag, text, context: _choice_list(flag, text, _part_names()))
   eval_examples: int = _field(2048, 'fresh test strings per seed', _COUNT,
                               _count)
   chunk_steps: int = _field(100, 'steps per compiled scan chunk (log points)',
@@ -132,6 +136,11 @@ def flag_syntax(name: str) -> str:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _part_names() -> tuple[str, ...]:
+  from experiments import all as all_lib  # deferred: it imports this module
+  return all_lib.names()
 
 
 # -- parsing ------------------------------------------------------------------
