@@ -95,7 +95,7 @@ def test_mamba_chunks_equal_step_by_step_scan(length):
   np.testing.assert_allclose(chunked, recurrent, rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize('length', (12,) + chunk_lengths(linear.scan_chunk()))
+@pytest.mark.parametrize('length', chunk_lengths(linear.scan_chunk()))
 def test_mamba_gradients_equal_autodiff_of_the_step_by_step_scan(length):
   """`selective_scan`'s own VJP (states recomputed chunk by chunk, the
   gradient run backwards) against JAX's autodiff of `lax.scan`."""

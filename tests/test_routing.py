@@ -12,7 +12,7 @@ import pytest
 from flax import nnx
 
 from experiments import routing
-from src import models, stats, tasks
+from src import experiment, models, stats, tasks
 from tests.helpers import ROOT, assert_figure, read_csv
 
 
@@ -260,7 +260,7 @@ def test_routing_end_to_end(tmp_path):
   assert proc.returncode == 0, proc.stderr[-3000:]
   run = tmp_path / 'run'
   rows = read_csv(run / 'results.csv')
-  assert list(rows[0]) == routing.COLUMNS
+  assert list(rows[0]) == experiment.with_rates(routing.COLUMNS)
   assert [(r['task'], r['seed']) for r in rows] == [('xor_fixed', '0'),
                                                      ('xor_fixed', '1')]
   heads = read_csv(run / 'heads.csv')
