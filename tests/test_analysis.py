@@ -54,7 +54,8 @@ def test_load_run_reads_every_file(distance):
   csv_rows = helpers.read_csv(distance / 'run/results.csv')
   # Floats were written with repr: read back, they print the same text (an
   # empty cell, validation_accuracy with one rate, reads back as NaN).
-  assert run.results.fillna('').astype(str).to_dict('records') == csv_rows
+  table = run.results.astype(object).where(run.results.notna(), '')
+  assert table.astype(str).to_dict('records') == csv_rows
   assert len(run.curves) == len(helpers.read_csv(distance / 'run/curves.csv'))
   assert list(run.curves.columns)[:2] == ['group', 'model']
   stored = json.loads((distance / 'run/config.json').read_text())
