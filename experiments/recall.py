@@ -179,21 +179,12 @@ def width_needed(table, model, length, pairs, widths, seed):
 
 
 def trained_out(curves, runs, steps) -> dict:
-  """Over `runs` [(group name, seed)]: the training loss averaged over the
-  last tenth before `steps` against the same before steps / 2
-  (`claims.loss_before`); flat if the median fall is under claims.FLAT
-  (no runs: nothing failed, nothing to check)."""
-  if not runs:
-    return {'flat': True, 'fall': math.nan}
-  falls = []
-  for name, seed in runs:
-    half = claims_lib.loss_before(curves, steps // 2, [seed], group=name)
-    end = claims_lib.loss_before(curves, steps, [seed], group=name)
-    if seed in half and seed in end and half[seed] > 0:
-      falls.append((half[seed] - end[seed]) / half[seed])
-  fall = float(np.median(falls)) if falls else math.nan
-  return {'flat': bool(np.isfinite(fall) and fall < claims_lib.FLAT),
-          'fall': fall}
+  """The shared trained-out rule (`claims.trained_out`) over `runs` [(group
+  name, seed)], each run's fall measured in its own group (no runs: nothing
+  failed, nothing to check)."""
+  falls = [f for name, seed in runs for f in claims_lib.trained_out(
+      curves, [seed], steps, group=name)['falls']]
+  return claims_lib.checked(falls, len(runs), steps)
 
 
 def failing_runs(table, model, length, pairs, widths, seeds) -> list:

@@ -266,15 +266,16 @@ def trained_out(curves, seeds, step: int, **match) -> dict:
   seed failed), with no curve it is not (nothing shows it stopped)."""
   seeds = list(seeds)
   if not seeds:
-    return _checked([], 0, step)
+    return checked([], 0, step)
   half = loss_before(curves, step // 2, seeds, **match)
   end = loss_before(curves, step, seeds, **match)
-  return _checked([(half[s] - end[s]) / half[s] for s in seeds
+  return checked([(half[s] - end[s]) / half[s] for s in seeds
                    if s in half and s in end and half[s] > 0],
                   len(seeds), step)
 
 
-def _checked(falls, seeds: int, step: int) -> dict:
+def checked(falls, seeds: int, step: int) -> dict:
+  """The trained-out verdict of per-seed falls (`seeds` judged in all)."""
   fall = float(np.median(falls)) if falls else float('nan')
   return {'flat': not seeds or bool(np.isfinite(fall) and fall < FLAT),
           'fall': fall, 'falls': list(falls), 'seeds': seeds, 'step': step}
@@ -298,7 +299,7 @@ def failures_trained_out(curves, model: str, failures: dict) -> dict:
     step = max(step, last)
     falls += trained_out(curves, seeds, last, model=model,
                          length=L)['falls']
-  return _checked(falls, len(failures), step)
+  return checked(falls, len(failures), step)
 
 
 def still_learning(check: dict) -> str:
