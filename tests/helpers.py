@@ -33,6 +33,23 @@ def run_py(*args, env=None, timeout=300, **kwargs):
                         env=full_env, timeout=timeout, **kwargs)
 
 
+def run_py_forked(cases, *, timeout=300):
+  """`run_py(*args)` for every argument list in `cases`, each a process
+  forked from one that imported run.py once (tests/forked_run.py): the same
+  exit status, stdout and stderr, without paying the imports per case."""
+  import tempfile
+  with tempfile.TemporaryDirectory() as folder:
+    cases_json, out_json = Path(folder) / 'cases.json', Path(folder) / 'out.json'
+    cases_json.write_text(json.dumps([cached(args) for args in cases]))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / 'tests' / 'forked_run.py'),
+         str(cases_json), str(out_json)], capture_output=True, text=True,
+        cwd=ROOT, env=dict(os.environ, JAX_PLATFORMS='cpu'), timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [subprocess.CompletedProcess(args, **r) for args, r in
+            zip(cases, json.loads(out_json.read_text()))]
+
+
 # A parent whose JAX has no usable platform: starting a backend raises. Its
 # child processes read JAX_PLATFORMS=cpu from the environment as usual.
 _NO_BACKEND = ("import runpy, sys, jax; "

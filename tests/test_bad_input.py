@@ -3,7 +3,7 @@
 import pytest
 
 from src import models
-from tests.helpers import run_py
+from tests.helpers import run_py, run_py_forked
 
 CASES = [
     (['--exp=nope'], '--exp', 'distance'),
@@ -34,11 +34,33 @@ CASES = [
 ]
 
 
+@pytest.fixture(scope='module')
+def refused(tmp_path_factory):
+  """Every case run once, each as its own run.py process (forked after the
+  imports: tests/forked_run.py): {args: (process, workdir, checkpoint dir)}."""
+  root = tmp_path_factory.mktemp('refused')
+  folders = [(root / f'{i}' / 'run', root / f'{i}' / 'ckpt')
+             for i in range(len(CASES))]
+  procs = run_py_forked([[*args, f'--workdir={w}', f'--checkpoint_dir={c}']
+                         for (args, _, _), (w, c) in zip(CASES, folders)])
+  return {tuple(case[0]): (proc, *folder)
+          for case, proc, folder in zip(CASES, procs, folders)}
+
+
+def test_a_forked_case_is_the_process_run_py_starts(tmp_path):
+  """The forked runner changes nothing a case sees."""
+  args = ['--lengths=10,abc', f'--workdir={tmp_path}/run',
+          f'--checkpoint_dir={tmp_path}/ckpt']
+  forked, = run_py_forked([args])
+  alone = run_py(*args)
+  assert (forked.returncode, forked.stdout, forked.stderr) == (
+      alone.returncode, alone.stdout, alone.stderr)
+
+
 @pytest.mark.parametrize('args,flag,accepted', CASES,
                          ids=[' '.join(c[0]) for c in CASES])
-def test_refused_cleanly(tmp_path, args, flag, accepted):
-  workdir, ckpt = tmp_path / 'run', tmp_path / 'ckpt'
-  proc = run_py(*args, f'--workdir={workdir}', f'--checkpoint_dir={ckpt}')
+def test_refused_cleanly(refused, args, flag, accepted):
+  proc, workdir, ckpt = refused[tuple(args)]
   assert proc.returncode == 2, proc.stderr
   lines = proc.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith('error: '), proc.stderr

@@ -84,7 +84,7 @@ def test_grid_too_large_is_refused(tmp_path):
 
 
 def test_throughput_end_to_end(tmp_path):
-  run, rows, summary = run_ok(tmp_path, 'throughput', '--models=attention,rnn',
+  run, rows, summary = run_ok(tmp_path, 'throughput', '--models=rnn',
                            '--lengths=8', '--seeds=2', '--steps=10',
                            '--chunk_steps=10', '--batch_size=8')
   assert list(rows[0])[:6] == ['model', 'length', 'seeds', 'batch_size',
@@ -104,7 +104,7 @@ def test_throughput_end_to_end(tmp_path):
     assert float(r['flops_per_s']) == pytest.approx(step * seeds * per_s)
     assert float(r['peak_fraction']) == pytest.approx(
         float(r['flops_per_s']) / summary['matmul_flops_per_s'])
-  assert set(summary['ensemble_speedup_by_model']) == {'attention', 'rnn'}
+  assert set(summary['ensemble_speedup_by_model']) == {'rnn'}
   assert_figure(tmp_path / 'run/throughput.png')
 
 

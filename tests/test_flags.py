@@ -8,7 +8,7 @@ import pytest
 
 import experiments
 from src.config import Config
-from tests.helpers import ROOT, run_py
+from tests.helpers import ROOT, run_py, run_py_forked
 
 FIELD_NAMES = {f.name for f in dataclasses.fields(Config)} - {'exp', 'quick'}
 
@@ -44,8 +44,11 @@ def test_help_shows_each_field_flag_type():
 
 def test_print_config_says_where_each_value_came_from(tmp_path):
   flagfile = 'configs/tpu_distance.flags'
-  proc = run_py(f'--flagfile={flagfile}', '--steps=1000', '--print_config',
-                f'--workdir={tmp_path}/run', f'--checkpoint_dir={tmp_path}/c')
+  proc, quick = run_py_forked([
+      [f'--flagfile={flagfile}', '--steps=1000', '--print_config',
+       f'--workdir={tmp_path}/run', f'--checkpoint_dir={tmp_path}/c'],
+      ['--exp=attention', '--quick', '--print_config',
+       f'--workdir={tmp_path}/run']])
   assert proc.returncode == 0, proc.stderr
   rows = {line.split()[0]: line.split(None, 2)[1:] for line in
           proc.stdout.splitlines() if line.startswith('  ') and
@@ -55,10 +58,8 @@ def test_print_config_says_where_each_value_came_from(tmp_path):
   assert rows['lengths'] == ['10,20,50,100,200,500', f'flagfile {flagfile}']
   assert rows['learning_rate'] == ['0.003', 'default']
   assert 'vocab' not in rows and 'heads, depths, vocab, budgets' in proc.stdout
-  proc = run_py('--exp=attention', '--quick', '--print_config',
-                f'--workdir={tmp_path}/run')
   rows = {line.split()[0]: line.split()[1:] for line in
-          proc.stdout.splitlines() if line.startswith('  ')}
+          quick.stdout.splitlines() if line.startswith('  ')}
   assert rows['seeds'] == ['4', 'quick'] and rows['quick'] == ['True', 'flag']
   assert rows['lengths'] == ['20', 'default']
   assert not list(tmp_path.iterdir())  # nothing written
@@ -67,10 +68,11 @@ def test_print_config_says_where_each_value_came_from(tmp_path):
 def test_only_check_args_checks_and_writes_nothing(tmp_path):
   args = [f'--workdir={tmp_path}/run', f'--checkpoint_dir={tmp_path}/c',
           '--only_check_args']
-  proc = run_py('--lengths=2', *args)
+  proc, valid = run_py_forked([['--lengths=2', *args],
+                               ['--exp=all', '--vocab=8', '--seeds=2', *args]])
   assert proc.returncode == 2
   assert proc.stderr.startswith('error: --lengths: expected comma-separated')
-  proc = run_py('--exp=all', '--vocab=8', '--seeds=2', *args)
+  proc = valid
   assert proc.returncode == 0, proc.stderr
   assert 'the flags are valid' in proc.stdout
   assert not list(tmp_path.iterdir())

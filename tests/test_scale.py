@@ -13,6 +13,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import ROOT, run_py
 from tests.test_resume import values
 
@@ -30,8 +32,14 @@ def single_process(tmp_path, devices):
   return values(tmp_path / f'd{devices}/results.csv')
 
 
-def test_four_devices_equal_one(tmp_path):
-  four = single_process(tmp_path, 4)
+@pytest.fixture(scope='module')
+def four(tmp_path_factory):
+  """The results of one process with four devices (both tests compare with
+  it)."""
+  return single_process(tmp_path_factory.mktemp('four'), 4)
+
+
+def test_four_devices_equal_one(tmp_path, four):
   assert len(four) == 2 * 3  # the padding seeds are dropped
   assert four == single_process(tmp_path, 1)
 
@@ -42,7 +50,7 @@ def free_port():
     return s.getsockname()[1]
 
 
-def test_two_processes_equal_one(tmp_path):
+def test_two_processes_equal_one(tmp_path, four):
   port = free_port()
   env = dict(__import__('os').environ, JAX_PLATFORMS='cpu',
              JAX_NUM_CPU_DEVICES='2')
@@ -58,7 +66,7 @@ def test_two_processes_equal_one(tmp_path):
   assert '4 cpu device(s) in 2 process(es)' in outs[0][0]
   assert 'searchlight' not in outs[1][0]  # process 1 stays quiet
   # The same partitioned program as one process with four devices: bitwise.
-  assert values(tmp_path / 'two/results.csv') == single_process(tmp_path, 4)
+  assert values(tmp_path / 'two/results.csv') == four
 
 
 def test_a_dead_worker_stops_the_others(tmp_path):
