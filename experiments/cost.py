@@ -45,13 +45,16 @@ DEFAULTS = Config(
     steps=1,
     batch_size=2,  # the grid is per string; at 8192 one step is seconds
     learning_rate=3e-3,
+    # The price at real widths: attention's FLOPs counted (not run) at each.
+    widths=(32, 512, 4096),
 )
 # --quick: a first look in a fraction of the time (same code, fewer steps).
-QUICK = dataclasses.replace(DEFAULTS, lengths=(64, 256, 1024, 2048))
+QUICK = dataclasses.replace(DEFAULTS, lengths=(64, 256, 1024, 2048),
+                            widths=(32, 512))
 accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'batch_size', 'learning_rate', 'd_model',
-          'num_heads', 'num_layers', 'num_filler')
+          'num_heads', 'num_layers', 'num_filler', 'widths')
 SECTION, FIGURE = '5. Everything at once, at an N x N price', 'cost.png'
 COLUMNS = ['model', 'length', 'pass', 'flops', 'bytes', 'peak_bytes',
            'wall_s', 'depth', 'compile_s']
@@ -61,6 +64,15 @@ TIME_BUDGET_S = 0.5  # per measurement, after a warm-up call
 # LINEAR; a depth that grows by the same amount per doubling (largest step
 # within LOG_STEADY times the smallest) is logarithmic.
 QUADRATIC, LINEAR, LOG_STEADY = (1.8, 2.2), (0.8, 1.2), 1.5
+# "Doubling the words multiplies the computations fourfold": a doubling of L
+# whose FLOPs grow by at least 2^1.8 (the exponent QUADRATIC accepts).
+FOURFOLD = 2 ** QUADRATIC[0]
+# The price at real widths is counted up to this many times the widest
+# d_model: attention's L x L term overtakes the rest near L = 2 d_model
+# (Kaplan et al. 2020, sec. 2.1), so the doublings past it are seen too.
+WIDTH_REACH = 8
+PRICE_CLAIM = ('Attention pays an N x N price: doubling the length '
+               'quadruples the work.')
 
 
 def estimate_bytes(config: Config) -> int:
@@ -117,6 +129,59 @@ def line(cell, rows) -> str:
       f'{r["peak_bytes"] / 2**20:7.1f} MiB depth {r["depth"]}' for r in rows))
 
 
+def width_lengths(config: Config) -> list[int]:
+  """Doublings of L from the shortest --lengths to WIDTH_REACH x the widest
+  d_model (or the longest --lengths, if longer)."""
+  top = max(max(config.lengths), WIDTH_REACH * max(config.widths))
+  out = [min(config.lengths)]
+  while out[-1] * 2 <= top:
+    out.append(out[-1] * 2)
+  return out
+
+
+def _full_attention(config: Config) -> list[str]:
+  """The models that compute every query against every key."""
+  spec = models_lib.get
+  return [m for m in config.models if spec(m).family == models_lib.ATTENTION
+          and spec(m).sequence_outputs]
+
+
+def after_work(config: Config) -> int:
+  return len(config.widths) if _full_attention(config) else 0
+
+
+def after(config, rows, context, progress) -> dict:
+  """The price at real widths: the first full-attention model's training
+  step counted by XLA at every --widths d_model over `width_lengths`, and
+  where its L x L term overtakes the rest."""
+  full = _full_attention(config)
+  if not full:
+    return {}
+  model, lengths, widths = full[0], width_lengths(config), {}
+  for D in config.widths:
+    heads = config.num_heads if D % config.num_heads == 0 else 1
+    flops = costs.flops_by_length(
+        model, 'train', lengths, batch_size=config.batch_size, d_model=D,
+        num_heads=heads, num_layers=config.num_layers,
+        num_filler=config.num_filler, learning_rate=config.learning_rate)
+    widths[str(D)] = {'model': model, 'd_model': D, 'num_heads': heads,
+                      'lengths': lengths,
+                      'flops': flops,
+                      **costs.quadratic_crossover(lengths, flops)}
+    progress.update(1, f'{model} d_model {D}')
+  return {'widths': widths}
+
+
+def fourfold_from(price: dict) -> int | None:
+  """The shortest length from which every doubling tested costs at least
+  FOURFOLD times the one before (None: the last doubling does not)."""
+  ratios, lengths = price['ratio_per_doubling'], price['lengths']
+  start = None
+  for L, r in zip(lengths, ratios):
+    start = (start or L) if r >= FOURFOLD else None
+  return start
+
+
 def depth_shape(lengths, depths) -> dict:
   """How the depth grows with L: 'constant' (not at all), 'linear' (a
   log-log slope of at least LINEAR[0]), 'logarithmic' (by the same amount
@@ -137,7 +202,7 @@ def depth_shape(lengths, depths) -> dict:
           'per_doubling': steps.tolist()}
 
 
-def summarize(config: Config, rows: list[dict]) -> dict:
+def summarize(config: Config, rows: list[dict], context=None) -> dict:
   lengths = sorted(config.lengths)
   upper = lengths[len(lengths) // 2:] if len(lengths) > 2 else lengths
   get = lambda m, p, L, k: next(float(r[k]) for r in rows if r['model'] == m
@@ -182,7 +247,53 @@ def summarize(config: Config, rows: list[dict]) -> dict:
       out.setdefault('overtakes_wall_at', {}).setdefault(a, {})[r] = (
           over[0] if over else None)
   out['claims'] = claims(out, full, sequential, config, lengths)
+  widths = (context or {}).get('widths')
+  if widths:
+    out['price_at_widths'] = widths
+    # One claim per width, none twice: the run's own width is the claim
+    # above, which gains the counted doublings as evidence.
+    for c in out['claims']:
+      here = widths.get(str(config.d_model))
+      if c['claim'] == PRICE_CLAIM and here and c['model'] == here['model']:
+        c['d_model'] = config.d_model
+        c['measured'] += f'; counted at d_model {config.d_model}: ' + (
+            _doublings(here))
+    out['claims'] += width_claims(
+        {D: p for D, p in widths.items() if D != str(config.d_model)})
   return out
+
+
+def _doublings(price: dict) -> str:
+  """What each doubling of L cost at one width, in words."""
+  start, ratios = fourfold_from(price), price['ratio_per_doubling']
+  cross, top = price['crossover_length'], price['lengths'][-1]
+  return (f'L = {price["lengths"][0]}..{top}, each doubling {min(ratios):.2f}'
+          f'x to {max(ratios):.2f}x, '
+          + (f'every doubling from L = {start} on >= {FOURFOLD:.2f}x'
+             if start else f'the last doubling still short of '
+             f'{FOURFOLD:.2f}x at L = {top}')
+          + (f'; the L x L term overtakes the rest at L = {cross:.0f} '
+             f'({cross / price.get("d_model", 1):.1f} x d_model)'
+             if cross else ''))
+
+
+def width_claims(widths: dict) -> list[dict]:
+  """The lesson's "doubling the words multiplies the computations
+  fourfold", judged at each other width: it holds from the length where
+  every further doubling costs >= FOURFOLD x, and that range is its
+  scope."""
+  res = []
+  for D, p in widths.items():
+    res.append(dict(
+        claim=PRICE_CLAIM, model=p['model'], d_model=int(D),
+        measured=f'training-step FLOPs counted at d_model {D}: '
+                 + _doublings(p),
+        verdict=stats.HELD if fourfold_from(p) else stats.NOT_HELD,
+        test='FLOPs counted by XLA (compiled, not run), ratio per doubling',
+        note=f'held = from some tested length on, every doubling of L costs '
+             f'at least {FOURFOLD:.2f}x (2^{QUADRATIC[0]}); the range of L '
+             'where it holds is the claim\'s scope'))
+  return res
 
 
 def claims(out, full, sequential, config, lengths) -> list[dict]:
@@ -191,12 +302,10 @@ def claims(out, full, sequential, config, lengths) -> list[dict]:
   for a in full:
     fe = m[a]['train']['flops_exponent']
     res.append(dict(
-        claim='Attention pays an N x N price: doubling the length '
-              'quadruples the work.',
-        model=a,
+        claim=PRICE_CLAIM, model=a,
         measured=f'FLOPs ~ L^{fe:.2f} for {a} (train step, L >= '
-                 f'{out["fit_lengths"][0]}), ' + ', '.join(
-                     f'{x} L^{m[x]["train"]["flops_exponent"]:.2f}'
+                 f'{out["fit_lengths"][0]})' + ''.join(
+                     f', {x} L^{m[x]["train"]["flops_exponent"]:.2f}'
                      for x in m if x != a),
         verdict=stats.HELD if QUADRATIC[0] <= fe <= QUADRATIC[1]
         else stats.NOT_HELD, test='log-log slope, measured',
@@ -273,6 +382,9 @@ def figure(config, summary, rows, context, folder, writer=None):
                         int(r['length']))
       writer.add_scalar(f'{r["pass"]}_depth/{r["model"]}', float(r['depth']),
                         int(r['length']))
+    for D, p in summary.get('price_at_widths', {}).items():
+      for L, ratio in zip(p['lengths'][1:], p['ratio_per_doubling']):
+        writer.add_scalar(f'price_per_doubling/d_model_{D}', ratio, L)
   plot(config, summary, rows, folder / FIGURE, writer)
 
 
@@ -285,11 +397,24 @@ def print_table(config, summary) -> None:
         'a training step')
   print(record.table(table, ['model', 'fwd FLOPs', 'fwd wall', 'train FLOPs',
                              'train wall', 'depth']))
+  widths = summary.get('price_at_widths')
+  if widths:
+    lengths = next(iter(widths.values()))['lengths']
+    print(f'\nFLOPs of a training step, x per doubling of L (the price at '
+          f'real widths, {next(iter(widths.values()))["model"]}, counted)')
+    print(record.table(
+        [[D] + [f'{r:.2f}' for r in p['ratio_per_doubling']]
+         + [f'{p["crossover_length"]:.0f}' if p['crossover_length'] else '-',
+            fourfold_from(p) or '-'] for D, p in widths.items()],
+        ['d_model'] + [f'{L}->{2 * L}' for L in lengths[:-1]]
+        + ['L x L overtakes at', 'fourfold from']))
 
 
 def plot(config, summary, rows, path, writer=None):
   plt = record.pyplot()
-  fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
+  widths = summary.get('price_at_widths')
+  fig, axes = plt.subplots(1, 5 if widths else 4,
+                           figsize=(22.5 if widths else 18, 4.2))
   lengths = sorted(config.lengths)
   for ax, key, label in zip(axes, ('flops', 'peak_bytes', 'wall_s', 'depth'),
                             ('FLOPs per training step',
@@ -314,6 +439,22 @@ def plot(config, summary, rows, path, writer=None):
     ax.set_yscale('log')
     ax.set_xlabel('sequence length L')
     ax.set_title(label, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, which='both')
+  if widths:  # the price at real widths: the cost of each doubling of L
+    ax = axes[4]
+    for i, (D, p) in enumerate(widths.items()):
+      ax.plot(p['lengths'][1:], p['ratio_per_doubling'], 'o-',
+              color=plt.cm.viridis(i / max(len(widths) - 1, 1)),
+              label=f'd_model {D}: L x L overtakes at L = '
+                    f'{p["crossover_length"]:.0f}')
+    ax.axhline(4, color='k', lw=0.8, ls='--')
+    ax.axhline(FOURFOLD, color='gray', lw=0.8, ls=':',
+               label=f'{FOURFOLD:.2f}x: read as fourfold')
+    ax.set_xscale('log', base=2)
+    ax.set_xlabel('sequence length L (after the doubling)')
+    ax.set_title(f'{next(iter(widths.values()))["model"]}: FLOPs(L) / '
+                 'FLOPs(L/2), counted', fontsize=10)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which='both')
   fig.suptitle(f'The price of looking everywhere: batch {config.batch_size}, '

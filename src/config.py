@@ -90,7 +90,8 @@ class Config:
       (4, 8, 16), 'key-value pairs per string compared (--exp=recall)',
       _COUNTS, _counts)
   widths: tuple[int, ...] = _field(
-      (16, 32, 64), 'model widths d_model compared (--exp=recall)', _COUNTS,
+      (16, 32, 64), 'model widths d_model compared (--exp=recall; '
+      "--exp=cost counts attention's price at each)", _COUNTS,
       _counts)
   num_filler: int = _field(8, 'distinct neutral filler symbols', _COUNT,
                            _count)

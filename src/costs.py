@@ -13,6 +13,7 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 
@@ -22,23 +23,30 @@ from src import tasks as tasks_lib
 
 def programs(model: str, *, length: int, batch_size: int, d_model: int,
              num_heads: int = 1, num_layers: int = 1, num_filler: int = 8,
-             learning_rate: float = 3e-3, per_position: bool = True):
+             learning_rate: float = 3e-3, per_position: bool = True,
+             abstract: bool = False):
   """{'forward': (fn, args), 'train': (fn, args)} for one model (one seed).
 
   per_position=True: an output at every position, as a sequence model uses
   it, where the model's registry entry asks for it (`sequence_outputs`);
-  False: the classifier's last position only.
+  False: the classifier's last position only. abstract=True: the arguments
+  are shapes only (`jax.ShapeDtypeStruct`), enough to compile and count a
+  program at any size without allocating it.
   """
   spec = models_lib.get(model)
   per_position = per_position and spec.sequence_outputs
-  net = models_lib.make_model(
+  make = lambda: models_lib.make_model(
       model, vocab_size=tasks_lib.vocab_size(num_filler), length=length,
       d_model=d_model, num_classes=2, num_heads=num_heads,
       num_layers=num_layers, rngs=nnx.Rngs(0))
-  graphdef, params = nnx.split(net)
+  graphdef, params = nnx.split(nnx.eval_shape(make) if abstract else make())
   tx = optax.adam(learning_rate)
-  tokens, labels = tasks_lib.memory_batch(jax.random.key(0), batch_size,
-                                          length, num_filler)
+  if abstract:
+    tokens = jax.ShapeDtypeStruct((batch_size, length), jnp.int32)
+    labels = jax.ShapeDtypeStruct((batch_size,), jnp.int32)
+  else:
+    tokens, labels = tasks_lib.memory_batch(jax.random.key(0), batch_size,
+                                            length, num_filler)
 
   def logits_fn(params, tokens):
     # As the trainer calls it: no attention weights, so a model with a
@@ -59,8 +67,36 @@ def programs(model: str, *, length: int, batch_size: int, d_model: int,
     updates, opt_state = tx.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
 
+  opt_state = jax.eval_shape(tx.init, params) if abstract else tx.init(params)
   return {'forward': (logits_fn, (params, tokens)),
-          'train': (train_step, (params, tx.init(params), tokens, labels))}
+          'train': (train_step, (params, opt_state, tokens, labels))}
+
+
+def flops_by_length(model: str, pass_name: str, lengths, **kwargs) -> list:
+  """FLOPs of `pass_name` at each length, counted by XLA from the compiled
+  program (scans at their trip count), never run: cheap at any width."""
+  out = []
+  for L in lengths:
+    fn, args = programs(model, length=L, abstract=True, **kwargs)[pass_name]
+    _, flops, _, _, _ = analyse(fn, args)
+    out.append(flops + scan_corrections(jax.make_jaxpr(fn)(*args).jaxpr)[0])
+  return out
+
+
+def quadratic_crossover(lengths, flops) -> dict:
+  """FLOPs(L) fitted as c + a L + b L^2 (least squares relative to each
+  value): the length a / b where the L^2 term (attention's L x L grids)
+  overtakes the L-linear one (projections, embeddings, read-out), and the
+  ratio of each doubling of L, FLOPs(2L) / FLOPs(L)."""
+  L = np.asarray(lengths, float)
+  f = np.asarray(flops, float)
+  design = np.stack([np.ones_like(L), L, L * L], 1) / f[:, None]
+  (c, a, b), *_ = np.linalg.lstsq(design, np.ones_like(f), rcond=None)
+  doubling = [float(f[i + 1] / f[i]) for i in range(len(L) - 1)
+              if L[i + 1] == 2 * L[i]]
+  return {'constant': float(c), 'linear': float(a), 'quadratic': float(b),
+          'crossover_length': float(a / b) if b > 0 else None,
+          'ratio_per_doubling': doubling}
 
 
 def analyse(fn, args):

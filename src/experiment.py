@@ -473,5 +473,6 @@ def training_time(module, config, rows) -> dict:
 
 def print_claims(summary: dict) -> None:
   for c in summary.get('claims', []):
-    where = f' (L={c["length"]})' if 'length' in c else ''
+    where = ''.join(f' ({k}={c[k]})' for k in ('length', 'd_model')
+                    if k in c)
     print(f'- {c["verdict"].upper()}{where}: {c["claim"]} ({c["measured"]})')

@@ -42,10 +42,38 @@ def test_doubling_the_length(model, ratio):
   assert r == pytest.approx(ratio, rel=0.08)
 
 
+def test_crossover_of_a_known_polynomial():
+  lengths = [16, 32, 64, 128, 256, 512]
+  flops = [5 + 3 * L + 0.25 * L * L for L in lengths]
+  fit = costs.quadratic_crossover(lengths, flops)
+  assert fit['crossover_length'] == pytest.approx(12.0, rel=1e-6)
+  assert fit['ratio_per_doubling'] == pytest.approx(
+      [flops[i + 1] / flops[i] for i in range(5)])
+
+
+@pytest.mark.parametrize('ratios,start', [
+    ([2.9, 3.5, 3.4, 3.6, 3.9], 128),  # every doubling from 128 on
+    ([3.6, 3.7, 3.9], 16),
+    ([3.5, 3.6, 3.3], None),  # the last doubling is short of fourfold
+    ([2.0, 2.1], None)])
+def test_fourfold_from(ratios, start):
+  lengths = [16 * 2**i for i in range(len(ratios) + 1)]
+  assert cost.fourfold_from({'lengths': lengths,
+                             'ratio_per_doubling': ratios}) == start
+
+
+def test_abstract_count_equals_the_allocated_program():
+  """Counting from shapes alone (the price at real widths) counts what the
+  program with real arrays counts."""
+  kwargs = dict(batch_size=2, d_model=16)
+  real = costs.counted('attention', 'train', length=32, **kwargs)['flops']
+  assert costs.flops_by_length('attention', 'train', [32], **kwargs) == [real]
+
+
 def test_end_to_end(tmp_path):
   _, rows, summary = run_ok(tmp_path, 'cost',
                            '--models=attention,attention_last,lstm',
-                           '--lengths=64,256,1024')
+                           '--lengths=64,256,1024', '--widths=32,64')
   assert list(rows[0]) == cost.COLUMNS
   assert len(rows) == 3 * 3 * 2
   for r in rows:
@@ -72,6 +100,16 @@ def test_end_to_end(tmp_path):
       'linear'
   assert summary['models']['attention']['train']['flops_exponent'] > 1.5
   assert summary['models']['lstm']['train']['flops_exponent'] < 1.2
+  # The price at real widths: counted at 64..8 x 64, crossing near 2 d_model;
+  # the run's own width (32) is its N x N claim, not a second one.
+  price = summary['price_at_widths']
+  assert set(price) == {'32', '64'}
+  for D, p in price.items():
+    assert p['lengths'] == [64, 128, 256, 512, 1024]
+    assert p['crossover_length'] == pytest.approx(2 * int(D), rel=0.1)
+  quadratic = [c for c in summary['claims'] if c['claim'] == cost.PRICE_CLAIM]
+  assert sorted(c['d_model'] for c in quadratic) == [32, 64]
+  assert [c['model'] for c in quadratic] == ['attention', 'attention']
   assert_figure(tmp_path / 'run/cost.png')
 
 
