@@ -1,6 +1,6 @@
 """Do the tests catch the bugs they are meant to? Run:
 
-  python tests/mutants.py
+  python tests/mutants.py [WORDS]   # WORDS: only the mutants whose name has them
 
 Each mutant below is a deliberate bug (the ones issue 16 named): it is
 applied to a fresh copy of the tracked tree, the fast in-process tests run
@@ -17,7 +17,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTS = ['tests/test_stats.py', 'tests/test_verdicts.py',
          'tests/test_attention.py::'
          'test_rows_label_the_classes_by_their_first_symbol',
-         'tests/test_tuning.py', '-k', 'not run_py and not judged_at_it and '
+         'tests/test_tuning.py', 'tests/test_cost.py::test_fourfold_from',
+         'tests/test_cost.py::test_crossover_of_a_known_polynomial', '-k', 'not run_py and not judged_at_it and '
          'not together and not trains_as']
 
 # name: (file, exact text, its mutation)
@@ -57,6 +58,12 @@ MUTANTS = {
         'src/experiment.py', 'return int(np.argmax(np.nan_to_num(acc, '
         'nan=-1.0).mean(axis=1)))', 'return int(np.argmin(np.nan_to_num('
         'acc, nan=-1.0).mean(axis=1)))'),
+    'price at widths: one fourfold doubling is enough': (
+        'experiments/cost.py', 'start = (start or L) if r >= FOURFOLD else None',
+        'start = start or (L if r >= FOURFOLD else None)'),
+    'price at widths: the crossover as b / a': (
+        'src/costs.py', "'crossover_length': float(a / b) if b > 0 else None",
+        "'crossover_length': float(b / a) if b > 0 else None"),
 }
 
 
@@ -64,7 +71,10 @@ def main() -> int:
   files = subprocess.run(['git', 'ls-files'], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout.split()
   survivors = []
+  only = ' '.join(sys.argv[1:])
   for name, (path, text, mutated) in MUTANTS.items():
+    if only not in name:
+      continue
     with tempfile.TemporaryDirectory() as tmp:
       tree = pathlib.Path(tmp)
       for f in files:
