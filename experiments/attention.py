@@ -48,13 +48,24 @@ FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
 
 SECTION, FIGURE = '3. The searchlight', 'attention.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
-           'accuracy', 'steps', 'wall_s']
+           'accuracy', 'steps', 'wall_s', 'accuracy_without_pos0',
+           'accuracy_without_filler']
 CLASSES = ('A', 'B')  # label 0 is A, label 1 is B
 CONCENTRATED = 0.9  # the lesson's "over ninety per cent"
 # A seed's beam is asymmetric when one class puts at least this much less
 # weight on position 0 than the other (an effect size, fixed beforehand).
 ASYMMETRY = 0.05
 PROBE_EXAMPLES = 256  # per chunk, fixed strings (their own data stream)
+# Fixed before any run. A seed's look is asymmetric ("one class gets the
+# beam, the other a dispersed look") when the entropies of its last query's
+# weights on A and on B strings differ by at least ENTROPY_GAP nats (a factor
+# e^0.5 = 1.65 in the positions it effectively looks at).
+ENTROPY_GAP = 0.5
+# The beam is what a seed uses when, with position 0 removed from the
+# read-out query's weights, its accuracy (mean over the classes) falls to
+# CHANCE_BAND or below (chance is 0.5), while removing a filler position
+# instead leaves it solved (>= stats.SOLVED).
+CHANCE_BAND = 0.6
 
 
 def planned_tests(config) -> list[tuple[str, int, str]]:
@@ -103,8 +114,14 @@ def on_chunk(group, config, step, probe, writer):
 
 
 def measure(group, ensemble, params, config):
-  return ensemble.measure(params, probes.searchlight,
-                          num_examples=config.eval_examples)
+  """Where the last query looks, and what removing position 0 (or a filler
+  position, the control) from its weights does to the accuracy."""
+  final = ensemble.measure(params, probes.searchlight,
+                           num_examples=config.eval_examples)
+  ablation = ensemble.measure(params, probes.beam_ablation,
+                              num_examples=config.eval_examples)
+  return {**final, 'without_pos0': ablation['without_pos0'],
+          'without_filler': ablation['without_filler']}
 
 
 def final_scalars(group, config, final):
@@ -137,10 +154,13 @@ def rows_for(group, final, steps, wall_s) -> list[dict]:
   """results.csv rows of one group from `probes.searchlight`'s per-seed,
   per-class measurements (class axis: label 0 is A, label 1 is B)."""
   num_seeds = np.asarray(final['pos0_mass']).shape[0]
+  ablation = lambda key, s, c: (final[key][s, c] if key in final else '')
   return [dict(model=group.model, length=group.length, seed=s,
                first_symbol=CLASSES[c], pos0_mass=final['pos0_mass'][s, c],
                entropy=final['entropy'][s, c],
-               accuracy=final['accuracy'][s, c], steps=steps, wall_s=wall_s)
+               accuracy=final['accuracy'][s, c], steps=steps, wall_s=wall_s,
+               accuracy_without_pos0=ablation('without_pos0', s, c),
+               accuracy_without_filler=ablation('without_filler', s, c))
           for s in range(num_seeds) for c in range(len(CLASSES))]
 
 
@@ -242,12 +262,50 @@ def summarize_group(rows) -> dict:
                    dispersed=dispersed_class(mass['A'][s], mass['B'][s]),
                    more_dispersed=more_dispersed(mass['A'][s], mass['B'][s]))
               for s in seeds]
+  gaps = {s: ent['A'][s] - ent['B'][s] for s in seeds}
+  for p in per_seed:  # either direction: which class looks more widely
+    gap = gaps[p['seed']]
+    p['entropy_gap_A_minus_B'] = gap
+    p['asymmetric'] = ('neither' if abs(gap) < ENTROPY_GAP
+                       else 'A' if gap > 0 else 'B')
+  ablation = _ablation(rows, seeds)
+  for p in per_seed:
+    p.update(ablation.get(p['seed'], {}))
   counts = {k: sum(p['dispersed'] == k for p in per_seed)
             for k in ('A', 'B', 'both', 'neither')}
   more = {k: sum(p['more_dispersed'] == k for p in per_seed)
           for k in ('A', 'B', 'neither')}
   return dict(classes=classes, per_seed=per_seed, dispersed_counts=counts,
-              more_dispersed_counts=more)
+              more_dispersed_counts=more,
+              asymmetric_counts={k: sum(p['asymmetric'] == k
+                                        for p in per_seed)
+                                 for k in ('A', 'B', 'neither')},
+              ablated=bool(ablation))
+
+
+def _ablation(rows, seeds) -> dict:
+  """Per seed, the accuracy (mean over the classes) intact, without
+  position 0 and without a filler position; whether the seed uses the beam;
+  and its default class, the one still answered right without position 0
+  (the class inferred from the beam finding nothing). {} for rows of a run
+  made before the ablation."""
+  if any(r.get('accuracy_without_pos0', '') == '' for r in rows):
+    return {}
+  out = {}
+  for s in seeds:
+    mine = {r['first_symbol']: r for r in rows if int(r['seed']) == s}
+    mean = lambda key: float(np.mean([float(mine[c][key]) for c in CLASSES]))
+    without = {c: float(mine[c]['accuracy_without_pos0']) for c in CLASSES}
+    kept = [c for c in CLASSES if stats.solved(without[c])]
+    intact, no_pos0 = mean('accuracy'), mean('accuracy_without_pos0')
+    no_filler = mean('accuracy_without_filler')
+    out[s] = dict(accuracy=intact, accuracy_without_pos0=no_pos0,
+                  accuracy_without_filler=no_filler,
+                  default_class=kept[0] if len(kept) == 1 else None,
+                  uses_beam=bool(stats.solved(intact)
+                                 and no_pos0 <= CHANCE_BAND
+                                 and stats.solved(no_filler)))
+  return out
 
 
 def group_claims(model, length, entry) -> list[dict]:
@@ -300,7 +358,48 @@ def group_claims(model, length, entry) -> list[dict]:
            'weight on position 0 than the other; A and B are exchangeable '
            'by construction, so the test asks whether B is the dispersed '
            'class more often than a fair coin would make it')
-  return [a_claim, b_claim]
+  out = [a_claim, b_claim]
+  asym = entry['asymmetric_counts']
+  gaps = [p['entropy_gap_A_minus_B'] for p in entry['per_seed']]
+  out.append(dict(
+      claim='One class gets the beam, the other a dispersed look (either '
+            'class: A and B are exchangeable here).',
+      length=length, model=model,
+      measured=f'entropy of the last query\'s weights differs by >= '
+               f'{ENTROPY_GAP} nats in {asym["A"] + asym["B"]} of {n} seeds '
+               f'(A the wider look in {asym["A"]}, B in {asym["B"]}); '
+               'entropy A - B per seed: '
+               + ', '.join(f'{g:+.2f}' for g in gaps),
+      verdict=stats.k_of_n(asym['A'] + asym['B'], n), test='per seed',
+      note=f'each seed judged alone, in either direction: |entropy on A '
+           f'strings - entropy on B strings| >= {ENTROPY_GAP} nats (fixed '
+           'before the run); the lesson names B as the dispersed class, but '
+           'nothing in the task or the initialisation tells A from B, so '
+           'which class a seed disperses is its own choice'))
+  if entry['ablated']:
+    seeds = entry['per_seed']
+    k = sum(p['uses_beam'] for p in seeds)
+    defaults = [p['default_class'] or '-' for p in seeds]
+    out.append(dict(
+        claim='The beam on position 0 is what the model uses (nobody '
+              'programmed the search: it is the strategy it found).',
+        length=length, model=model,
+        measured=f'accuracy intact / without position 0 / without a filler '
+                 f'position, mean over seeds: '
+                 f'{np.mean([p["accuracy"] for p in seeds]):.3f} / '
+                 f'{np.mean([p["accuracy_without_pos0"] for p in seeds]):.3f}'
+                 f' / {np.mean([p["accuracy_without_filler"] for p in seeds]):.3f}'
+                 f'; to chance without position 0 and solved without the '
+                 f'filler position in {k} of {n} seeds; the class still '
+                 'answered without position 0 (the one inferred from the beam '
+                 'finding nothing), per seed: ' + ' '.join(defaults),
+        verdict=stats.k_of_n(k, n), test='per seed, ablation',
+        note=f'position 0 removed from the read-out query\'s weights '
+             f'(renormalised over the rest): a seed uses the beam when its '
+             f'accuracy falls to {CHANCE_BAND} or below (chance 0.5) while '
+             f'removing one filler position instead leaves it at >= '
+             f'{stats.SOLVED}, and it solved the task intact'))
+  return out
 
 
 def figure(config, summary, rows, kept, folder, writer=None):

@@ -473,6 +473,6 @@ def training_time(module, config, rows) -> dict:
 
 def print_claims(summary: dict) -> None:
   for c in summary.get('claims', []):
-    where = ''.join(f' ({k}={c[k]})' for k in ('length', 'd_model')
-                    if k in c)
+    where = ''.join(f' ({name}={c[k]})' for k, name in
+                    (('length', 'L'), ('d_model', 'd_model')) if k in c)
     print(f'- {c["verdict"].upper()}{where}: {c["claim"]} ({c["measured"]})')

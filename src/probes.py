@@ -77,3 +77,25 @@ def margin_sensitivity(model, tokens_BxL, labels_B):
   if 'attention' in aux:  # attention: the bridge's own coefficient
     out['pos0_mass'] = aux['attention'][-1][:, :, -1, 0].mean()
   return out
+
+
+def beam_ablation(model, tokens_BxL, labels_B, num_classes=2):
+  """Is the beam on position 0 what the model uses? Accuracy per class of
+  first symbol as trained ('intact'), with position 0 removed from the
+  read-out query's weights (renormalised over the rest: 'without_pos0'),
+  and, as a control, with one filler position removed instead
+  ('without_filler'; string b loses position 1 + (7919 b mod (L - 2)), a
+  spread over the filler fixed by the string's index)."""
+  B, L = tokens_BxL.shape
+  x_BxLxD = model.embed(tokens_BxL)
+  keep_L = jnp.arange(L) != 0
+  filler_B = 1 + (jnp.arange(B) * 7919) % (L - 2)
+  keep_BxL = jnp.arange(L)[None, :] != filler_B[:, None]
+  out = {}
+  for name, mask in (('intact', None), ('without_pos0', keep_L),
+                     ('without_filler', keep_BxL)):
+    logits_BxC, _ = model.classify(x_BxLxD, read_out_key_mask=mask)
+    correct_B = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
+    out[name] = jnp.stack([class_mean(correct_B, labels_B == c)
+                           for c in range(num_classes)])
+  return out

@@ -76,9 +76,48 @@ def test_rows_label_the_classes_by_their_first_symbol():
                                          for r in rows])
   entry = summary['models']['attention']['10']
   assert [p['dispersed'] for p in entry['per_seed']] == ['B', 'B']
-  a_claim, b_claim = summary['claims']
+  # No ablation in these rows (a run made before it): three claims.
+  a_claim, b_claim, either = summary['claims']
   assert a_claim['verdict'] == 'held'
   assert 'on B in 2, on A in 0' in b_claim['measured']
+  # Either direction: B's look is ln 10 nats wider than A's in both seeds.
+  assert either['verdict'] == 'held' and '(A the wider look in 0, B in 2)' \
+      in either['measured']
+
+
+@pytest.mark.parametrize('name', ['attention', 'transformer',
+                                  'linear_attention'])
+def test_a_removed_key_renormalises_the_read_out_weights(name):
+  """read_out_key_mask removes a key from the last layer's weights and
+  renormalises the rest: the weights are the intact ones over 1 - w_0."""
+  model = models.make_model(name, vocab_size=11, length=9, d_model=16,
+                            num_classes=2, num_layers=2, rngs=nnx.Rngs(3))
+  tokens, _ = tasks.memory_batch(jax.random.key(1), 4, 9, 8)
+  x = model.embed(tokens)
+  _, aux = model.classify(x)
+  keep = jnp.arange(9) != 0
+  _, masked = model.classify(x, read_out_key_mask=keep)
+  w = np.asarray(aux['attention'][-1][:, :, -1, :])
+  v = np.asarray(masked['attention'][-1][:, :, -1, :])
+  np.testing.assert_allclose(v[..., 0], 0, atol=1e-7)
+  np.testing.assert_allclose(v[..., 1:], w[..., 1:] / (1 - w[..., :1]),
+                             rtol=2e-4, atol=1e-6)
+  # Layers below the last are untouched.
+  np.testing.assert_allclose(masked['attention'][0], aux['attention'][0])
+
+
+@pytest.mark.parametrize('without_pos0,without_filler,uses,default', [
+    ((1.0, 0.0), (1.0, 1.0), True, 'A'),  # B found by the beam, A inferred
+    ((0.0, 1.0), (1.0, 1.0), True, 'B'),
+    ((1.0, 1.0), (1.0, 1.0), False, None),  # position 0 not needed
+    ((1.0, 0.0), (0.6, 0.6), False, 'A'),  # any removal hurts: no control
+    ((0.7, 0.6), (1.0, 1.0), False, None)])  # 0.65 > CHANCE_BAND
+def test_uses_the_beam_rule(without_pos0, without_filler, uses, default):
+  rows = [dict(seed='0', first_symbol=c, accuracy='1.0',
+               accuracy_without_pos0=str(a), accuracy_without_filler=str(f))
+          for c, a, f in zip(attention.CLASSES, without_pos0, without_filler)]
+  out = attention._ablation(rows, [0])[0]
+  assert out['uses_beam'] is uses and out['default_class'] == default
 
 
 @pytest.fixture(scope='module')
@@ -108,7 +147,11 @@ def test_end_to_end_files(tiny_run):
   mean_a = np.mean([float(r['pos0_mass']) for r in rows
                     if r['first_symbol'] == 'A'])
   assert s['classes']['A']['pos0_mass'] == pytest.approx(mean_a)
-  assert len(s['per_seed']) == 2 and len(summary['claims']) == 2
+  assert len(s['per_seed']) == 2 and len(summary['claims']) == 4
+  for r in rows:  # the ablation, per seed and class
+    assert 0 <= float(r['accuracy_without_pos0']) <= 1
+    assert 0 <= float(r['accuracy_without_filler']) <= 1
+  assert 'without position 0' in summary['claims'][3]['measured']
   assert (run / 'attention.png').read_bytes()[:4] == b'\x89PNG'
   assert 'last query weight on position 0' in proc.stdout
 

@@ -56,10 +56,12 @@ class CausalSelfAttention(nnx.Module):
                                                   linear())
 
   def __call__(self, x_BxLxD, query_positions=None, head_mask=None,
-               weights=True):
+               weights=True, key_mask=None):
     """Returns (y_BxQxD, att_BxHxQxL); y excludes the residual.
 
     head_mask: optional H-vector multiplying each head's output (ablations).
+    key_mask: optional L- or BxL-array, False where a key is removed from
+    every query's weights (renormalised over the keys left: ablations).
     weights=False lets the layer skip the weights (att is then None) and use
     `jax.nn.dot_product_attention` (see FUSED_ATTENTION).
     """
@@ -73,7 +75,9 @@ class CausalSelfAttention(nnx.Module):
     k_BxLxHxK = self.key(x_BxLxD).reshape(B, L, H, K)
     v_BxLxHxK = self.value(x_BxLxD).reshape(B, L, H, K)
     causal_QxL = jnp.arange(L)[None, :] <= q_pos[:, None]
-    if not weights and use_fused_attention():
+    if key_mask is not None:  # B x 1 x Q x L (or 1 x Q x L)
+      causal_QxL = causal_QxL & jnp.asarray(key_mask)[..., None, None, :]
+    if not weights and key_mask is None and use_fused_attention():
       mixed_BxQxHxK = jax.nn.dot_product_attention(
           q_BxQxHxK, k_BxLxHxK, v_BxLxHxK, mask=causal_QxL[None, None])
       att_BxHxQxL = None
@@ -110,11 +114,14 @@ class AttentionClassifier(nnx.Module):
     return self.token_embed(tokens_BxL) + self.position_embed(jnp.arange(L))
 
   def classify(self, x_BxLxD, *, all_positions=False, head_masks=None,
-               per_position=False, weights=True):
+               per_position=False, weights=True, read_out_key_mask=None):
     """all_positions=False computes only the read-out query in the last layer
     (exact: tests check it against the full layer). per_position=True
     returns logits_BxLxC at every position, as a sequence model uses it.
-    weights=False: no attention weights in aux (training)."""
+    weights=False: no attention weights in aux (training).
+    read_out_key_mask: an L- or BxL-array, False where a key is removed from
+    the last layer's weights (renormalised over the rest): what the
+    read-out query may look at (ablations)."""
     all_positions = all_positions or per_position
     L = x_BxLxD.shape[1]
     attention = []
@@ -122,18 +129,21 @@ class AttentionClassifier(nnx.Module):
       last = i == len(self.layers) - 1
       q_pos = None if (all_positions or not last) else (L - 1,)
       mask = None if head_masks is None else head_masks[i]
-      x_BxLxD, att = self.block(i, x_BxLxD, query_positions=q_pos,
-                                head_mask=mask, weights=weights)
+      x_BxLxD, att = self.block(
+          i, x_BxLxD, query_positions=q_pos, head_mask=mask, weights=weights,
+          key_mask=read_out_key_mask if last else None)
       attention.append(att)
     if per_position:
       return self.classifier(x_BxLxD), {'attention': attention}
     logits_BxC = self.classifier(x_BxLxD[:, -1])
     return logits_BxC, {'attention': attention}
 
-  def block(self, i, x_BxLxD, *, query_positions, head_mask, weights):
+  def block(self, i, x_BxLxD, *, query_positions, head_mask, weights,
+            key_mask=None):
     """Layer i: x + attention(x), at the query positions (all: None)."""
     y, att = self.layers[i](x_BxLxD, query_positions=query_positions,
-                            head_mask=head_mask, weights=weights)
+                            head_mask=head_mask, weights=weights,
+                            key_mask=key_mask)
     return _at(x_BxLxD, query_positions) + y, att
 
   def __call__(self, tokens_BxL, **kwargs):
@@ -177,11 +187,13 @@ class TransformerClassifier(AttentionClassifier):
     self.dense = nnx.List([DenseBlock(d_model, rngs=rngs)
                            for _ in range(num_layers)])
 
-  def block(self, i, x_BxLxD, *, query_positions, head_mask, weights):
+  def block(self, i, x_BxLxD, *, query_positions, head_mask, weights,
+            key_mask=None):
     # The norm is position-wise: normalising every position, then keeping
     # the queries', is exact.
     y, att = self.layers[i](self.attention_norms[i](x_BxLxD),
                             query_positions=query_positions,
-                            head_mask=head_mask, weights=weights)
+                            head_mask=head_mask, weights=weights,
+                            key_mask=key_mask)
     x_BxQxD = _at(x_BxLxD, query_positions) + y
     return x_BxQxD + self.dense[i](x_BxQxD), att

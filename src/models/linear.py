@@ -109,20 +109,23 @@ class CausalLinearAttention(attention_lib.CausalSelfAttention):
     B, L = mixed_BxLxHxK.shape[:2]
     return self.out(mixed_BxLxHxK.reshape(B, L, -1))
 
-  def __call__(self, x_BxLxD, head_mask=None, weights=True):
+  def __call__(self, x_BxLxD, head_mask=None, weights=True, key_mask=None):
     """Returns (y_BxLxD, att_BxHxQxL) with Q = L; y excludes the residual.
     weights=True: the quadratic form, whose att rows sum to 1 (up to the
     eps) and are zero above the diagonal; weights=False: the chunked form
-    at linear cost, and att is None."""
-    if weights:
-      return self.quadratic_form(x_BxLxD, head_mask)
+    at linear cost, and att is None. key_mask (quadratic form only): as
+    the attention layer's, keys removed and the rest renormalised."""
+    if weights or key_mask is not None:
+      return self.quadratic_form(x_BxLxD, head_mask, key_mask)
     return self.chunked_form(x_BxLxD, head_mask), None
 
-  def quadratic_form(self, x_BxLxD, head_mask=None):
+  def quadratic_form(self, x_BxLxD, head_mask=None, key_mask=None):
     """(y_BxLxD, att_BxHxQxL): the causally masked L x L grid."""
     L = x_BxLxD.shape[1]
     phi_q_BxQxHxK, phi_k_BxLxHxK, v_BxLxHxK = self._features(x_BxLxD)
     causal_QxL = jnp.arange(L)[None, :] <= jnp.arange(L)[:, None]
+    if key_mask is not None:  # B x 1 x Q x L (or 1 x Q x L)
+      causal_QxL = causal_QxL & jnp.asarray(key_mask)[..., None, None, :]
     sim_BxHxQxL = jnp.einsum('bqhk,blhk->bhql', phi_q_BxQxHxK, phi_k_BxLxHxK)
     sim_BxHxQxL = jnp.where(causal_QxL, sim_BxHxQxL, 0.0)
     # An explicit reciprocal of unbroadcast sums, as attention's `softmax`,
@@ -223,15 +226,18 @@ class LinearAttentionClassifier(nnx.Module):
     L = tokens_BxL.shape[1]
     return self.token_embed(tokens_BxL) + self.position_embed(jnp.arange(L))
 
-  def _stack(self, x_BxLxD, form, head_masks):
-    """form: 'quadratic' (with the weights), 'chunked' or 'recurrent'."""
+  def _stack(self, x_BxLxD, form, head_masks, read_out_key_mask=None):
+    """form: 'quadratic' (with the weights), 'chunked' or 'recurrent';
+    read_out_key_mask: keys removed from the last layer's weights."""
     attention = []
     for i, (layer, norm) in enumerate(zip(self.layers, self.norms)):
       mask = None if head_masks is None else head_masks[i]
+      keys = read_out_key_mask if i == len(self.layers) - 1 else None
       if form == 'recurrent':
         y, att = layer.recurrent_form(x_BxLxD, head_mask=mask), None
       else:
-        y, att = layer(x_BxLxD, head_mask=mask, weights=form == 'quadratic')
+        y, att = layer(x_BxLxD, head_mask=mask, weights=form == 'quadratic',
+                       key_mask=keys)
       x_BxLxD = norm(x_BxLxD + y)
       attention.append(att)
     return self.final_norm(x_BxLxD), attention
@@ -245,13 +251,17 @@ class LinearAttentionClassifier(nnx.Module):
     return self._stack(x_BxLxD, form, head_masks)[0]
 
   def classify(self, x_BxLxD, *, per_position=False, weights=True,
-               head_masks=None, **unused):
+               head_masks=None, read_out_key_mask=None, **unused):
     """Every query is computed (neither form has a cheaper last row worth a
     third path), so `all_positions` is accepted and ignored.
     weights=True: the quadratic form, and aux['attention'] holds each
-    layer's att_BxHxQxL; weights=False (training): the chunked form."""
+    layer's att_BxHxQxL; weights=False (training): the chunked form.
+    read_out_key_mask: keys removed from the last layer's weights (the
+    quadratic form; ablations)."""
+    quadratic = weights or read_out_key_mask is not None
     h_BxLxD, attention = self._stack(
-        x_BxLxD, 'quadratic' if weights else 'chunked', head_masks)
+        x_BxLxD, 'quadratic' if quadratic else 'chunked', head_masks,
+        read_out_key_mask)
     aux = {'attention': attention} if weights else {}
     return _read_out(self.classifier, h_BxLxD, per_position), aux
 
