@@ -139,9 +139,10 @@ def chrono_timescales(key, D: int, t_max: int) -> jax.Array:
 
 
 # T_max is the longest memory the gates start with. A fixed horizon (the
-# run's --chrono_horizon) keeps one model across a sweep's lengths, as the
-# plain RNN is; None spreads up to each group's own length L (the paper's
-# choice, and this code's before the horizon was a setting).
+# run's --chrono_horizon) starts every length of a sweep from one model, as
+# the plain RNN does, and tells it nothing of L; None spreads up to each
+# group's own length (the paper's choice, and this code's before the horizon
+# was a setting).
 
 def lstm_chrono(t_max: int | None = None):
   """Chrono initialisation of the LSTM (Tallec & Ollivier 2018): forget-gate
