@@ -8,7 +8,8 @@ seeds each at three learning rates (1e-3, 3e-3, 1e-2: each group judged at
 the one with the best validation accuracy):
 - `lstm`: Flax's default (forget-gate bias 0, the gate starts at 0.5);
 - `lstm_fb1`: forget-gate bias 1 (Gers et al. 2000, Jozefowicz et al. 2015);
-- `lstm_chrono`: chrono init (Tallec & Ollivier 2018), T_max = L;
+- `lstm_chrono`: chrono init (Tallec & Ollivier 2018), T_max --chrono_horizon
+  (default: the longest length), the same at every length;
 - `gru`, `gru_chrono`: Flax's default, and chrono for the update gate;
 - `rnn`: Flax's default (orthogonal recurrent matrix);
 - `rnn_uniform`: PyTorch's `nn.RNN` (every weight U(-1/sqrt(d), 1/sqrt(d))).
@@ -64,8 +65,8 @@ accepts = lambda spec: True  # claims judge the gated and plain ones
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
           'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'num_filler', 'eval_examples', 'chunk_steps',
-          'checkpoint_every')
+          'num_layers', 'chrono_horizon', 'num_filler', 'eval_examples',
+          'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '2. Distance: gating at its best (initialisations)', 'gating.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS
 rows, line = memory.rows, memory.budget_line

@@ -50,7 +50,8 @@ accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'num_filler', 'chunk_steps', 'checkpoint_every')
+          'num_layers', 'chrono_horizon', 'num_filler', 'chunk_steps',
+          'checkpoint_every')
 SECTION, FIGURE = '4. The direct bridge', 'gradient.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'phase', 'step', 'sensitivity',
            'pos0_mass', 'accuracy', 'sensitivity_last', 'relative_sensitivity']

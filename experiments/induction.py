@@ -56,7 +56,7 @@ accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'depths', 'num_heads', 'vocab', 'seeds', 'seed',
           'steps', 'batch_size', 'learning_rate', 'learning_rates', 'd_model',
-          'eval_examples', 'chunk_steps', 'checkpoint_every')
+          'chrono_horizon', 'eval_examples', 'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '7. Depth (induction)', 'induction.png'  # in REPORT.md
 COLUMNS = ['model', 'num_layers', 'length', 'seed', 'accuracy']
 HEAD_COLUMNS = ['model', 'num_layers', 'length', 'seed', 'layer', 'head',

@@ -74,7 +74,8 @@ accepts = lambda spec: True  # attention stacks get heads, the rest one group
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'heads', 'seeds', 'seed', 'steps',
           'batch_size', 'learning_rate', 'd_model', 'num_layers',
-          'num_filler', 'eval_examples', 'chunk_steps', 'checkpoint_every')
+          'chrono_horizon', 'num_filler', 'eval_examples', 'chunk_steps',
+          'checkpoint_every')
 SECTION, FIGURE = '9. Routing and the dense block', 'routing.png'
 COLUMNS = ['model', 'd_model', 'num_heads', 'task', 'length', 'seed',
            'num_params', 'accuracy', 'wall_s', 'compile_s']

@@ -47,8 +47,8 @@ QUICK = dataclasses.replace(DEFAULTS, lengths=(10, 50), steps=20)
 accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'd_model', 'num_heads', 'num_layers', 'num_filler',
-          'chunk_steps')
+          'learning_rate', 'd_model', 'num_heads', 'num_layers',
+          'chrono_horizon', 'num_filler', 'chunk_steps')
 SECTION, FIGURE = 'Speed', 'throughput.png'  # not a part of --exp=all
 COLUMNS = ['model', 'length', 'seeds', 'batch_size', 'steps_per_s',
            'seqs_per_s', 'flops_per_step', 'flops_per_s', 'peak_fraction',

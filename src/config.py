@@ -73,6 +73,11 @@ class Config:
   num_heads: int = _field(1, 'attention heads per layer',
                           f'{_COUNT} dividing --d_model', _count)
   num_layers: int = _field(1, 'attention layers', _COUNT, _count)
+  chrono_horizon: int = _field(
+      0, "chrono's T_max, the same at every length of a sweep (chrono "
+      'models only); 0: the longest of --lengths',
+      'an integer >= 3, or 0 for the longest of --lengths',
+      lambda flag, text, context: _horizon(flag, text))
   heads: tuple[int, ...] = _field((1, 2, 4),
                                   'head counts compared (--exp=heads)',
                                   f'{_COUNTS}, each dividing --d_model',
@@ -110,6 +115,11 @@ class Config:
   def rates(self) -> tuple[float, ...]:
     """The learning-rate grid: --learning_rates, else --learning_rate."""
     return self.learning_rates or (self.learning_rate,)
+
+  @property
+  def horizon(self) -> int:
+    """Chrono's T_max: --chrono_horizon, else the longest of --lengths."""
+    return self.chrono_horizon or max(self.lengths)
 
   def run_fields(self) -> dict:
     """The fields that define the results (compared when resuming)."""
@@ -156,6 +166,16 @@ def _int(flag, text, minimum=1):
     raise ConfigError(f'--{flag}: expected an integer >= {minimum}, '
                       f'got {value}')
   return value
+
+
+def _horizon(flag, text):
+  if str(text).strip() == '0':
+    return 0
+  try:
+    return _int(flag, text, minimum=3)
+  except ConfigError:
+    raise ConfigError(f'--{flag}: expected an integer >= 3, or 0 for the '
+                      f'longest of --lengths, got {text!r}') from None
 
 
 def _rate(flag, text):

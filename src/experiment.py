@@ -106,8 +106,9 @@ def group(model: str, length: int, *, name: str | None = None,
           probe_examples: int = 512, work_scale: float = 1.0,
           **extra) -> Group:
   """The group of `model` at `length`: its HParams from the registry (and
-  `extra`, which may set d_model, num_heads and num_layers); its rows found by model
-  and length (and `extra`) unless `key` says otherwise."""
+  `extra`, which may set d_model, num_heads and num_layers; the runner adds
+  the run's `model_settings`); its rows found by model and length (and
+  `extra`) unless `key` says otherwise."""
   hparams = hparams_for(model, length, **extra)
   return Group(
       name or f'{model}_L{length:03d}', model, length, hparams, task,
@@ -125,6 +126,20 @@ def hparams_for(model: str, length: int, **extra) -> dict:
           'initialisation': spec.init_name, 'length': length, **extra}
 
 
+def model_settings(model: str, config) -> dict:
+  """The run's settings that only some models take, as build keywords (and
+  HParams): a chrono model's T_max, the same at every length."""
+  if models_lib.get(model).takes_horizon:
+    return {'chrono_horizon': config.horizon}
+  return {}
+
+
+def with_settings(group: Group, config) -> Group:
+  """`group` with `model_settings` in its HParams, as its recipe builds it."""
+  return dataclasses.replace(group, hparams={
+      **group.hparams, **model_settings(group.model, config)})
+
+
 def recipe(group: Group, config) -> dict:
   """All it takes to build a group's ensemble again: kept in the run's
   groups.json, read back by `train.build` here and in `analysis`."""
@@ -136,7 +151,8 @@ def recipe(group: Group, config) -> dict:
               d_model=overrides.get('d_model', config.d_model),
               num_classes=task.num_classes,
               num_heads=overrides.get('num_heads', config.num_heads),
-              num_layers=overrides.get('num_layers', config.num_layers)),
+              num_layers=overrides.get('num_layers', config.num_layers),
+              **model_settings(group.model, config)),
           'task': {'name': task.name, 'length': task.length, **task.params},
           'num_seeds': config.seeds, 'seed': config.seed,
           'batch_size': config.batch_size,
@@ -198,7 +214,7 @@ def run(module, config, run_dir, *, stop=None) -> dict:
             for name, cols in getattr(module, 'TABLES', {}).items()}
   results = record.ResultsCsv(run_dir.path / 'results.csv',
                               with_rates(module.COLUMNS))
-  groups = module.groups(config)
+  groups = [with_settings(g, config) for g in module.groups(config)]
   steps = max(max(g.budgets or (config.steps,)) for g in groups)
   sweeper = sweep.Sweep(
       run_dir, config, groups, stop=stop, steps=steps,

@@ -379,7 +379,9 @@ def build(recipe: dict, **kwargs) -> Ensemble:
   model, model_kwargs, task, num_seeds, seed, batch_size, learning_rates; an
   older recipe's single learning_rate is a grid of one).
   The runner trains from it and `analysis.load_seed` rebuilds from it;
-  `kwargs` are the ensemble's own (probe, mesh, ...)."""
+  `kwargs` are the ensemble's own (probe, mesh, ...). An older recipe's
+  chrono model has no `chrono_horizon` in its model_kwargs: it was trained
+  at T_max = L, and the registry builds it so when none is given."""
   task = dict(recipe['task'])
   task = tasks_lib.make_task(task.pop('name'), task.pop('length'), **task)
   return Ensemble(

@@ -68,6 +68,23 @@ def test_load_run_reads_every_file(distance):
   assert analysis.load_run(run) is run
 
 
+def test_chrono_groups_record_their_horizon(distance):
+  """T_max is the longest length, in each chrono group's recipe and HParams
+  session; attention has none."""
+  run = analysis.load_run(distance / 'run')
+  assert {g: r['model_kwargs'].get('chrono_horizon')
+          for g, r in run.groups.items()} == {
+              'attention_L004': None, 'attention_L008': None,
+              'lstm_chrono_L004': 8, 'lstm_chrono_L008': 8}
+  from tensorboard.plugins.hparams import metadata
+  for group, horizon in (('lstm_chrono_L004', '8'), ('attention_L004', None)):
+    acc, _ = helpers.scalars(distance / 'run/tb' / group, None)
+    session = metadata.parse_session_start_info_plugin_data(
+        acc.PluginTagToContent('hparams')[metadata.SESSION_START_INFO_TAG])
+    hparams = {k: v.string_value for k, v in session.hparams.items()}
+    assert hparams.get('chrono_horizon') == horizon
+
+
 def test_every_seed_reproduces_its_row(distance):
   run = analysis.load_run(distance / 'run')
   assert run.results.accuracy.min() < 1  # the check below is not all ones

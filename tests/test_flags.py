@@ -42,6 +42,19 @@ def test_help_shows_each_field_flag_type():
   assert '(a finite number > 0)' in text and '--print_config' in text
 
 
+def test_print_config_shows_the_chrono_horizon(tmp_path):
+  default, given = run_py_forked([
+      ['--exp=distance', '--print_config', f'--workdir={tmp_path}/run'],
+      ['--exp=distance', '--print_config', '--chrono_horizon=200',
+       f'--workdir={tmp_path}/run']])
+  rows = lambda proc: {line.split()[0]: line.split()[1:] for line in
+                       proc.stdout.splitlines() if line.startswith('  ')}
+  assert rows(default)['chrono_horizon'] == ['0', 'default']
+  assert rows(given)['chrono_horizon'] == ['200', 'flag']
+  assert 'chrono_horizon' in experiments.fields('all')
+  assert not list(tmp_path.iterdir())  # nothing written
+
+
 def test_print_config_says_where_each_value_came_from(tmp_path):
   flagfile = 'configs/tpu_distance.flags'
   proc, quick = run_py_forked([

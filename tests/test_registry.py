@@ -1,6 +1,8 @@
 """The model registry: named initialisations are what their names say, and a
 model registered in one place runs through an experiment end to end."""
 
+import dataclasses
+import json
 import subprocess
 import sys
 import textwrap
@@ -15,10 +17,10 @@ from src import models
 from tests.helpers import assert_figure, ROOT, read_csv
 
 
-def cell(name, length=50, d_model=32, seed=0):
+def cell(name, length=50, d_model=32, seed=0, **kwargs):
   return models.make_model(name, vocab_size=11, length=length,
                            d_model=d_model, num_classes=2,
-                           rngs=nnx.Rngs(seed)).cell
+                           rngs=nnx.Rngs(seed), **kwargs).cell
 
 
 def sigmoid(x):
@@ -47,19 +49,76 @@ def test_lstm_forget_gate_biases():
   assert np.all(b[:D] == 0) and np.all(b[2 * D:] == 0)
 
 
-@pytest.mark.parametrize('length', [20, 200])
-def test_lstm_chrono_spreads_time_constants_up_to_the_length(length):
-  D = 256
-  b = np.asarray(cell('lstm_chrono', length=length, d_model=D)
+@pytest.mark.parametrize('model,length,horizon', [
+    ('lstm_chrono_L', 20, None), ('lstm_chrono_L', 200, None),
+    ('lstm_chrono', 20, 200), ('lstm_chrono', 200, 20)])
+def test_lstm_chrono_spreads_time_constants_up_to_t_max(model, length,
+                                                        horizon):
+  D, t_max = 256, horizon or length
+  kwargs = {} if horizon is None else {'chrono_horizon': horizon}
+  b = np.asarray(cell(model, length=length, d_model=D, **kwargs)
                  .dense_h.bias[...])
   b_i, b_f = b[:D], b[D:2 * D]
   np.testing.assert_array_equal(b_i, -b_f)
   assert np.all(b[2 * D:] == 0)
   tau = 1 / (1 - sigmoid(b_f))  # the memory the forget gate keeps, in steps
-  assert tau.min() >= 2 - 1e-4 and tau.max() <= length + 1e-3
+  assert tau.min() >= 2 - 1e-4 and tau.max() <= t_max + 1e-3
   # Uniform over [2, T]: the spread fills the range.
-  assert tau.min() < 2 + 0.05 * length and tau.max() > 0.95 * length
-  assert np.median(tau) == pytest.approx((2 + length) / 2, rel=0.15)
+  assert tau.min() < 2 + 0.05 * t_max and tau.max() > 0.95 * t_max
+  assert np.median(tau) == pytest.approx((2 + t_max) / 2, rel=0.15)
+
+
+@pytest.mark.parametrize('model,bias,gate', [
+    ('lstm_chrono', 'dense_h', slice(0, 64)),  # gates i and f
+    ('gru_chrono', 'dense_i', slice(32, 64))])  # gate z
+def test_chrono_at_a_fixed_horizon_is_one_model_at_every_length(model, bias,
+                                                               gate):
+  at = lambda L: np.asarray(getattr(cell(model, length=L, chrono_horizon=50),
+                                    bias).bias[...])[gate]
+  np.testing.assert_array_equal(at(10), at(50))
+  # Without a horizon (a recipe from before it), T_max is each length.
+  old = lambda L: np.asarray(getattr(cell(model, length=L), bias).bias[...])
+  assert not np.array_equal(old(10)[gate], old(50)[gate])
+  np.testing.assert_array_equal(old(50)[gate], at(50))
+
+
+def test_only_chrono_models_take_a_horizon():
+  assert models.names(lambda s: s.takes_horizon) == ('lstm_chrono',
+                                                     'gru_chrono')
+  with pytest.raises(ValueError, match="'lstm' takes no chrono_horizon"):
+    cell('lstm', chrono_horizon=50)
+
+
+def test_a_sweep_gives_chrono_its_longest_length_and_records_it():
+  import experiments
+  from src import experiment, memory, train
+  config = dataclasses.replace(
+      experiments.load('distance').DEFAULTS, models=('lstm_chrono', 'rnn'),
+      lengths=(10, 50), seeds=2)
+  groups = {g.name: experiment.with_settings(g, config)
+            for g in memory.groups(config)}
+  recipes = {n: experiment.recipe(g, config) for n, g in groups.items()}
+  for name in ('lstm_chrono_L010', 'lstm_chrono_L050'):
+    assert groups[name].hparams['chrono_horizon'] == 50
+    assert recipes[name]['model_kwargs']['chrono_horizon'] == 50
+  for name in ('rnn_L010', 'rnn_L050'):  # no use for it: not recorded
+    assert 'chrono_horizon' not in groups[name].hparams
+    assert 'chrono_horizon' not in recipes[name]['model_kwargs']
+  assert experiment.recipe(groups['lstm_chrono_L010'], dataclasses.replace(
+      config, chrono_horizon=7))['model_kwargs']['chrono_horizon'] == 7
+
+  # groups.json's recipe rebuilds the same init, at every length; an older
+  # recipe (no chrono_horizon) still builds, at T_max = L as it trained.
+  def forget_bias(recipe):
+    params = train.build(json.loads(json.dumps(recipe))).init()['params']
+    return np.asarray(params['cell']['dense_h']['bias'][...])[:, 32:64]
+  short, long = (forget_bias(recipes[n]) for n in ('lstm_chrono_L010',
+                                                   'lstm_chrono_L050'))
+  np.testing.assert_array_equal(short, long)
+  old = json.loads(json.dumps(recipes['lstm_chrono_L010']))
+  del old['model_kwargs']['chrono_horizon']
+  tau = lambda b: 1 / (1 - sigmoid(b))  # steps of memory
+  assert tau(forget_bias(old)).max() <= 10 + 1e-3 < tau(short).max()
 
 
 def test_gru_chrono_update_gate():

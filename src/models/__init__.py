@@ -66,6 +66,9 @@ class ModelSpec:
     carries from one position to the next when it generates, per string:
     a recurrence's state (all layers), attention's KV cache at `length`
     (`recall` compares them).
+  takes_horizon: its initialisation spreads time constants up to a horizon
+    T_max (chrono); `build` then also takes `chrono_horizon`, the run's
+    `--chrono_horizon`, which its recipe and HParams record.
   """
   name: str
   family: Family
@@ -81,6 +84,7 @@ class ModelSpec:
   sequence_outputs: bool = True
   layered: bool = False
   state_floats: Callable[[int, int, int, int], float] | None = None
+  takes_horizon: bool = False
 
   def step_work(self, length: int) -> float:
     """Relative cost of a training step at `length`, for the progress ETA:
@@ -117,10 +121,19 @@ def names(where: Callable[[ModelSpec], bool] = lambda spec: True
 
 def make_model(name: str, *, vocab_size: int, length: int, d_model: int,
                num_classes: int, num_heads: int = 1, num_layers: int = 1,
+               chrono_horizon: int | None = None,
                rngs: nnx.Rngs) -> nnx.Module:
-  return get(name).build(vocab_size=vocab_size, length=length,
-                         d_model=d_model, num_classes=num_classes,
-                         num_heads=num_heads, num_layers=num_layers, rngs=rngs)
+  """`chrono_horizon`: T_max of a model that `takes_horizon` (None: T_max =
+  L); refused for any other, which has no use for it."""
+  spec = get(name)
+  extra = {}
+  if chrono_horizon is not None:
+    if not spec.takes_horizon:
+      raise ValueError(f'model {name!r} takes no chrono_horizon')
+    extra['chrono_horizon'] = chrono_horizon
+  return spec.build(vocab_size=vocab_size, length=length, d_model=d_model,
+                    num_classes=num_classes, num_heads=num_heads,
+                    num_layers=num_layers, rngs=rngs, **extra)
 
 
 def count_params(params) -> int:
@@ -171,6 +184,16 @@ def _recurrent(kind, init=None):
     return recurrent_lib.RecurrentClassifier(
         kind, vocab_size=vocab_size, length=length, d_model=d_model,
         num_classes=num_classes, rngs=rngs, init=init)
+  return build
+
+
+def _chrono(kind, chrono):
+  """A chrono model whose T_max is the run's horizon, the same at every
+  length. Without one (a recipe written before the horizon was a setting,
+  or a caller that only counts or compiles) T_max = L, as such a run was
+  trained."""
+  def build(*, length, chrono_horizon=None, **kwargs):
+    return _recurrent(kind, chrono(chrono_horizon))(length=length, **kwargs)
   return build
 
 
@@ -225,11 +248,21 @@ register(ModelSpec(
     activations=_recurrent_activations(4), loops_over_positions=True,
     form=_SCAN, state_floats=_lstm_state))
 register(ModelSpec(
-    'lstm_chrono', GATED, _recurrent('lstm', recurrent_lib.lstm_chrono),
+    'lstm_chrono', GATED, _chrono('lstm', recurrent_lib.lstm_chrono),
     init='chrono (Tallec & Ollivier 2018): forget-gate bias '
-         'log U(1, T_max - 1), input-gate bias its negative, T_max = L',
+         'log U(1, T_max - 1), input-gate bias its negative; T_max the '
+         "run's --chrono_horizon (default: the longest of --lengths), the "
+         'same at every length',
     init_name='chrono',
     color='#08306b', architecture='lstm',
+    activations=_recurrent_activations(4), loops_over_positions=True,
+    form=_SCAN, state_floats=_lstm_state, takes_horizon=True))
+register(ModelSpec(
+    'lstm_chrono_L', GATED, _recurrent('lstm', recurrent_lib.lstm_chrono()),
+    init='chrono as lstm_chrono, but T_max = L, each group its own length '
+         '(Tallec & Ollivier 2018; lstm_chrono before --chrono_horizon)',
+    init_name='chrono, T_max = L',
+    color='#4a1486', architecture='lstm',
     activations=_recurrent_activations(4), loops_over_positions=True,
     form=_SCAN, state_floats=_lstm_state))
 register(ModelSpec(
@@ -238,13 +271,14 @@ register(ModelSpec(
     activations=_recurrent_activations(3), loops_over_positions=True,
     form=_SCAN, state_floats=_hidden_state))
 register(ModelSpec(
-    'gru_chrono', GATED, _recurrent('gru', recurrent_lib.gru_chrono),
+    'gru_chrono', GATED, _chrono('gru', recurrent_lib.gru_chrono),
     init='chrono for the update gate (after Tallec & Ollivier 2018): '
-         'z-bias log U(1, T_max - 1), T_max = L',
+         "z-bias log U(1, T_max - 1); T_max the run's --chrono_horizon "
+         '(default: the longest of --lengths), the same at every length',
     init_name='chrono',
     color='#00441b', architecture='gru',
     activations=_recurrent_activations(3), loops_over_positions=True,
-    form=_SCAN, state_floats=_hidden_state))
+    form=_SCAN, state_floats=_hidden_state, takes_horizon=True))
 register(ModelSpec(
     'rnn', PLAIN, _recurrent('rnn'), init=_FLAX_DEFAULT,
     color='#7f7f7f', architecture='rnn',
