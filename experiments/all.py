@@ -147,6 +147,38 @@ def run(config: Config, run_dir, *, stop=None, flags=None) -> dict:
   return write_report(config, run_dir, passthrough_, walls)
 
 
+def _where(claim: dict) -> str:
+  """The setting a claim was judged at, as its text in the report."""
+  return ''.join(f' ({name}={claim[k]})' for k, name in
+                 (('length', 'L'), ('d_model', 'd_model')) if k in claim)
+
+
+def merge_claims(parts) -> list[dict]:
+  """The report's claims from [(part, its claims)], in that order, each
+  claim once: one that a later part measured again (the same text, at the
+  same setting) keeps its first place and gains the later part's evidence,
+  and its verdict names each part's where they differ."""
+  out, index = [], {}
+  for name, claims in parts:
+    figure = f'{name}/{section(name)[1]}'
+    for c in claims:
+      text = c['claim'] + _where(c)
+      if text not in index:
+        index[text] = len(out)
+        out.append(dict(experiment=name, claim=text, verdict=c['verdict'],
+                        measured=c['measured'], note=c.get('note', ''),
+                        figure=figure, verdicts={name: c['verdict']}))
+        continue
+      first = out[index[text]]
+      first['experiment'] += f' + {name}'
+      first['measured'] += f'; measured again by {name}: {c["measured"]}'
+      first['verdicts'][name] = c['verdict']
+      if len(set(first['verdicts'].values())) > 1:
+        first['verdict'] = '; '.join(f'{v} ({p})'
+                                     for p, v in first['verdicts'].items())
+  return out
+
+
 def part_command(name, run_dir, passthrough, quick):
   exp, full, fast, _ = next(r[1:] for r in RUNS if r[0] == name)
   return ['python', 'run.py', f'--exp={exp}',
@@ -158,19 +190,27 @@ def part_command(name, run_dir, passthrough, quick):
 def write_report(config, run_dir, passthrough, walls) -> dict:
   if not run_dir.is_writer:
     return {}  # the parts' process 0 wrote their summaries: its host reports
-  claims, sections = [], []
-  for name in report_order(chosen(config)):
-    folder = run_dir.path / name
-    summary = json.loads((folder / 'summary.json').read_text())
+  parts = report_order(chosen(config))
+  summaries = {name: json.loads((run_dir.path / name / 'summary.json')
+                                .read_text()) for name in parts}
+  claims = merge_claims([(name, summaries[name].get('claims', []))
+                         for name in parts])
+  sections = []
+  for name in parts:
+    summary = summaries[name]
     title, figure = section(name)
     command = ' '.join(part_command(name, run_dir, passthrough,
                                     config.quick))
     lines = [f'## {title}', '']
     for c in summary.get('claims', []):
-      where = f' (L={c["length"]})' if 'length' in c else ''
-      claims.append(dict(experiment=name, claim=c['claim'] + where,
-                         verdict=c['verdict'], measured=c['measured'],
-                         note=c.get('note', ''), figure=f'{name}/{figure}'))
+      where = _where(c)
+      first = next(i for i, m in enumerate(claims, 1)
+                   if m['claim'] == c['claim'] + where)
+      if claims[first - 1]['experiment'].split(' + ')[0] != name:
+        lines.append(f'- {c["claim"]}{where}: **{c["verdict"]}** here too; '
+                     f'claim {first} in the table, with both parts\' '
+                     'evidence')
+        continue
       lines += [f'- **{c["verdict"]}**: {c["claim"]}{where}',
                 f'  - measured: {c["measured"]}']
       if c.get('note'):

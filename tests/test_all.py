@@ -3,6 +3,7 @@
 import json
 import re
 
+from experiments import all as all_exp
 from tests.helpers import read_csv, run_py_without_backend
 
 VERDICT = re.compile(r'^(held|did not hold|inconclusive|inconclusive '
@@ -76,3 +77,24 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
     devices = json.loads((run / part / 'config.json').read_text())[
         'provenance']['devices']
     assert devices and all('Cpu' in d or 'cpu' in d for d in devices)
+
+
+def test_a_claim_two_parts_measure_appears_once():
+  """The report's claims: a claim measured again by a later part (the same
+  text at the same setting) keeps one row with both parts' evidence; a
+  different setting is another claim."""
+  claim = lambda text, verdict, measured, **kw: dict(
+      claim=text, verdict=verdict, measured=measured, **kw)
+  merged = all_exp.merge_claims([
+      ('distance', [claim('X holds.', 'held', 'a'),
+                    claim('Y holds.', 'held', 'b')]),
+      ('linear', [claim('X holds.', 'held', 'c'),
+                  claim('Y holds.', 'inconclusive', 'd'),
+                  claim('X holds.', 'held', 'e', length=20)])])
+  assert [m['claim'] for m in merged] == ['X holds.', 'Y holds.',
+                                          'X holds. (L=20)']
+  x, y, x20 = merged
+  assert x['experiment'] == 'distance + linear' and x['verdict'] == 'held'
+  assert x['measured'] == 'a; measured again by linear: c'
+  assert y['verdict'] == 'held (distance); inconclusive (linear)'
+  assert x20['experiment'] == 'linear'
