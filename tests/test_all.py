@@ -42,7 +42,9 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
       f'--checkpoint_dir={tmp_path}/ckpt', '--lengths=5',
       '--models=attention',  # the one model every part accepts
       '--seeds=2', '--steps=10', '--chunk_steps=10', '--budgets=10,20',
-      '--heads=1,2', '--eval_examples=32', '--batch_size=8', timeout=900)
+      '--heads=1,2', '--eval_examples=32', '--batch_size=8',
+      '--widths=32',  # cost's price at widths: one small width
+      timeout=900)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   run = tmp_path / 'run'
   report = (run / 'REPORT.md').read_text()
