@@ -39,7 +39,13 @@ RUNS = (
     ('distance', 'distance', (), (), None),
     ('linear', 'distance', (_LINEAR, '--lengths=10,20,50,100'), (_LINEAR,),
      '8. The recurrences that came back: distance'),
+    # The memory task with decoys (a quarter of the filler is A or B): the
+    # symbol must be found at position 0, not anywhere.
+    ('distance_decoys', 'distance', ('--decoys=0.25',), ('--decoys=0.25',),
+     '2. Distance, with decoys in the filler'),
     ('attention', 'attention', (), (), None),
+    ('attention_decoys', 'attention', ('--decoys=0.25',), ('--decoys=0.25',),
+     '3. The searchlight, with decoys in the filler'),
     ('gradient', 'gradient', (), (), None),
     ('cost', 'cost', (), (), None),
     ('heads', 'heads', (), (), None),
@@ -150,7 +156,8 @@ def run(config: Config, run_dir, *, stop=None, flags=None) -> dict:
 def _where(claim: dict) -> str:
   """The setting a claim was judged at, as its text in the report."""
   return ''.join(f' ({name}={claim[k]})' for k, name in
-                 (('length', 'L'), ('d_model', 'd_model')) if k in claim)
+                 (('length', 'L'), ('d_model', 'd_model'),
+                  ('decoys', 'decoys')) if k in claim)
 
 
 def merge_claims(parts) -> list[dict]:

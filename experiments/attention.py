@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 
 from src import experiment
+from src import memory
 from src import probes
 from src import record
 from src import stats
@@ -43,7 +44,7 @@ accepts = lambda spec: spec.has_attention  # the beam is its weights
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'num_filler', 'eval_examples', 'chunk_steps',
+          'num_layers', 'num_filler', 'decoys', 'eval_examples', 'chunk_steps',
           'checkpoint_every')
 
 SECTION, FIGURE = '3. The searchlight', 'attention.png'  # in REPORT.md
@@ -83,7 +84,7 @@ def examples(model, tokens_BxL, labels_B):
 
 
 def groups(config: Config) -> list:
-  return [experiment.group(m, L, task_params={'num_filler': config.num_filler},
+  return [experiment.group(m, L, task_params=memory.memory_params(config),
                            probe=probes.searchlight,
                            probe_examples=PROBE_EXAMPLES)
           for m in config.models for L in config.lengths]

@@ -46,7 +46,7 @@ accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
           'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'chrono_horizon', 'num_filler', 'eval_examples',
+          'num_layers', 'chrono_horizon', 'num_filler', 'decoys', 'eval_examples',
           'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '2. Distance: wall or budget?', 'budget.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS

@@ -50,7 +50,7 @@ accepts = lambda spec: True  # which registered models --models takes
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'chrono_horizon', 'num_filler', 'eval_examples',
+          'num_layers', 'chrono_horizon', 'num_filler', 'decoys', 'eval_examples',
           'chunk_steps', 'checkpoint_every')
 
 SECTION, FIGURE = '2. Distance', 'distance.png'  # in REPORT.md

@@ -65,7 +65,7 @@ accepts = lambda spec: True  # claims judge the gated and plain ones
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
           'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'chrono_horizon', 'num_filler', 'eval_examples',
+          'num_layers', 'chrono_horizon', 'num_filler', 'decoys', 'eval_examples',
           'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '2. Distance: gating at its best (initialisations)', 'gating.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS

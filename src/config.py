@@ -100,6 +100,10 @@ class Config:
       _counts)
   num_filler: int = _field(8, 'distinct neutral filler symbols', _COUNT,
                            _count)
+  decoys: float = _field(
+      0.0, 'memory task variant: the probability that a filler position '
+      'holds A or B (a decoy); the label stays the symbol at position 0',
+      'a number in [0, 1)', lambda flag, text, context: _fraction(flag, text))
   parts: tuple[str, ...] = _field(
       (), 'the parts --exp=all runs and reports (default: every one)',
       'a comma list of the parts of --exp=all',
@@ -176,6 +180,16 @@ def _horizon(flag, text):
   except ConfigError:
     raise ConfigError(f'--{flag}: expected an integer >= 3, or 0 for the '
                       f'longest of --lengths, got {text!r}') from None
+
+
+def _fraction(flag, text):
+  try:
+    value = float(text)
+  except (TypeError, ValueError):
+    value = math.nan
+  if not 0 <= value < 1:
+    raise ConfigError(f'--{flag}: expected a number in [0, 1), got {text!r}')
+  return value
 
 
 def _rate(flag, text):

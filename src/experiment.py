@@ -457,6 +457,9 @@ def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
     summary['learning_rates'] = available['learning_rates']
   if 'claims' in summary:  # tested claims: Holm within each family
     summary['claims'] = stats.judge_families(summary['claims'])
+    if config.decoys:  # judged on the task variant: claims of their own
+      for c in summary['claims']:
+        c['decoys'] = config.decoys
   if 'wall_s' in module.COLUMNS and not hasattr(module, 'cells'):
     summary.update(training_time(module, config, rows))
   extra = available.get('kept', available.get('context', {}))
@@ -490,5 +493,6 @@ def training_time(module, config, rows) -> dict:
 def print_claims(summary: dict) -> None:
   for c in summary.get('claims', []):
     where = ''.join(f' ({name}={c[k]})' for k, name in
-                    (('length', 'L'), ('d_model', 'd_model')) if k in c)
+                    (('length', 'L'), ('d_model', 'd_model'),
+                     ('decoys', 'decoys')) if k in c)
     print(f'- {c["verdict"].upper()}{where}: {c["claim"]} ({c["measured"]})')

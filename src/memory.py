@@ -20,9 +20,16 @@ BUDGET_COLUMNS = ['model', 'family', 'length', 'seed', 'steps', 'accuracy',
 def groups(config, *, budgets: bool = False) -> list[experiment.Group]:
   """Every model at every length; tested after each of `config.budgets`
   when `budgets`, else once after `config.steps`."""
-  return [experiment.group(m, L, task_params={'num_filler': config.num_filler},
+  return [experiment.group(m, L, task_params=memory_params(config),
                            budgets=config.budgets if budgets else ())
           for m in config.models for L in config.lengths]
+
+
+def memory_params(config) -> dict:
+  """The memory task's parameters: the filler, and the decoys if any (left
+  out at 0, so a plain run's groups are what they were)."""
+  return {'num_filler': config.num_filler,
+          **({'decoys': config.decoys} if config.decoys else {})}
 
 
 def planned_tests(config) -> list[tuple[str, int, str]]:

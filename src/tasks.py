@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 A, B, QUERY = 0, 1, 2  # token ids of the two first symbols and the query marker
+DECOY_KEY = 0xDEC0  # folded into a batch key for the decoys' own draws
 FIRST_FILLER = 3  # memory task: filler ids FIRST_FILLER .. FIRST_FILLER + num_filler - 1
 MIN_LENGTH = 3  # first symbol, at least one filler, query
 
@@ -85,13 +86,27 @@ def check_length(length: int) -> None:
 
 
 def memory_batch(key: jax.Array, batch_size: int, length: int,
-                 num_filler: int) -> tuple[jax.Array, jax.Array]:
-  """Returns (tokens_BxL int32, first_symbol_B int32 in {0: A, 1: B})."""
+                 num_filler: int, decoys: float = 0.0
+                 ) -> tuple[jax.Array, jax.Array]:
+  """Returns (tokens_BxL int32, first_symbol_B int32 in {0: A, 1: B}).
+
+  decoys > 0: each filler position holds A or B (even odds) with that
+  probability, independently; the label is still the symbol at position 0,
+  so "is there an A anywhere" no longer answers it. decoys = 0 draws the
+  same strings as before the option existed (the decoys have their own
+  keys)."""
   check_length(length)
   key_symbol, key_filler = split(key, 2)
   first_symbol = coin(key_symbol, (batch_size,))
   filler = randint(key_filler, (batch_size, length - 2), FIRST_FILLER,
                    FIRST_FILLER + num_filler)
+  if decoys:
+    key_where, key_which = split(fold_in(key, DECOY_KEY), 2)
+    shape = (batch_size, length - 2)
+    # random_bits are uniform on 2^32: a decoy where they fall below it.
+    where = random_bits(key_where, shape) < jnp.uint32(
+        min(int(decoys * 2**32), 2**32 - 1))
+    filler = jnp.where(where, coin(key_which, shape), filler)
   query = jnp.full((batch_size, 1), QUERY, jnp.int32)
   tokens = jnp.concatenate([first_symbol[:, None], filler, query], axis=1)
   return tokens, first_symbol
@@ -322,13 +337,14 @@ class Task:
   params: dict = dataclasses.field(default_factory=dict)
 
 
-def memory_task(length: int, num_filler: int) -> Task:
-  """The lesson's task: name the first symbol (A or B) after the filler."""
+def memory_task(length: int, num_filler: int, decoys: float = 0.0) -> Task:
+  """The lesson's task: name the first symbol (A or B) after the filler;
+  with `decoys`, A and B also appear in the filler (`memory_batch`)."""
   check_length(length)
   return Task(
       'memory', length, vocab_size(num_filler), 2,
-      lambda key, n: memory_batch(key, n, length, num_filler),
-      {'num_filler': num_filler})
+      lambda key, n: memory_batch(key, n, length, num_filler, decoys),
+      {'num_filler': num_filler, **({'decoys': decoys} if decoys else {})})
 
 
 def two_symbol_task(length: int, num_filler: int) -> Task:

@@ -157,3 +157,19 @@ def test_figure_and_table(tiny_run):
   assert pixels.std() > 0.05  # not blank
   assert 'Mean test accuracy and seeds solved' in proc.stdout
   assert 'critical' in proc.stdout
+
+
+def test_decoys_are_a_task_of_their_own(tmp_path):
+  """--decoys: the groups train on the variant (their recipe says so) and
+  every claim names it."""
+  proc = run_py('--exp=distance', f'--workdir={tmp_path}/run',
+                f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention,rnn',
+                '--lengths=5', '--seeds=2', '--steps=20', '--chunk_steps=10',
+                '--batch_size=16', '--eval_examples=64', '--decoys=0.25')
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  recipes = json.loads((tmp_path / 'run' / 'groups.json').read_text())
+  assert {r['task']['decoys'] for r in recipes.values()} == {0.25}
+  summary = json.loads((tmp_path / 'run' / 'summary.json').read_text())
+  assert summary['claims'] and all(c['decoys'] == 0.25
+                                   for c in summary['claims'])
+  assert '(decoys=0.25)' in proc.stdout

@@ -116,3 +116,25 @@ def test_hash_generator_is_uniform_and_independent():
   assert chi2(np.bincount(c[0] * k + c[1], minlength=k * k)) < 103.4
   bits = np.asarray(tasks.coin(key, (n,)))
   assert abs(bits.mean() - 0.5) < 4.5 * 0.5 / np.sqrt(n)
+
+
+def test_decoys_put_a_and_b_in_the_filler_and_change_nothing_else():
+  key, B, L = jax.random.key(7), 512, 52
+  plain, labels = tasks.memory_batch(key, B, L, 8)
+  tokens, decoy_labels = tasks.memory_batch(key, B, L, 8, decoys=0.25)
+  plain, tokens = np.asarray(plain), np.asarray(tokens)
+  # The label, the first symbol and the query are the plain task's.
+  np.testing.assert_array_equal(labels, decoy_labels)
+  np.testing.assert_array_equal(tokens[:, [0, -1]], plain[:, [0, -1]])
+  filler, plain_filler = tokens[:, 1:-1], plain[:, 1:-1]
+  decoy = filler != plain_filler
+  assert set(np.unique(filler[decoy])) == {tasks.A, tasks.B}
+  assert decoy.mean() == pytest.approx(0.25, abs=0.01)
+  assert (filler[decoy] == tasks.A).mean() == pytest.approx(0.5, abs=0.02)
+  # "Is there an A anywhere" no longer answers: most strings hold both.
+  both = ((filler == tasks.A).any(1) & (filler == tasks.B).any(1)).mean()
+  assert both > 0.99
+  # Without decoys the task and its recipe are what they were.
+  assert tasks.memory_task(L, 8).params == {'num_filler': 8}
+  assert tasks.memory_task(L, 8, 0.25).params == {'num_filler': 8,
+                                                  'decoys': 0.25}
