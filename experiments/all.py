@@ -22,6 +22,7 @@ from pathlib import Path
 import experiments
 from src import models as models_lib
 from src import config as config_lib
+from src import experiment
 from src import record
 from src.checkpoint import Preempted
 from src.config import Config
@@ -153,13 +154,6 @@ def run(config: Config, run_dir, *, stop=None, flags=None) -> dict:
   return write_report(config, run_dir, passthrough_, walls)
 
 
-def _where(claim: dict) -> str:
-  """The setting a claim was judged at, as its text in the report."""
-  return ''.join(f' ({name}={claim[k]})' for k, name in
-                 (('length', 'L'), ('d_model', 'd_model'),
-                  ('decoys', 'decoys')) if k in claim)
-
-
 def merge_claims(parts) -> list[dict]:
   """The report's claims from [(part, its claims)], in that order, each
   claim once: one that a later part measured again (the same text, at the
@@ -169,7 +163,7 @@ def merge_claims(parts) -> list[dict]:
   for name, claims in parts:
     figure = f'{name}/{section(name)[1]}'
     for c in claims:
-      text = c['claim'] + _where(c)
+      text = c['claim'] + experiment.claim_setting(c)
       if text not in index:
         index[text] = len(out)
         out.append(dict(experiment=name, claim=text, verdict=c['verdict'],
@@ -210,7 +204,7 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
                                     config.quick))
     lines = [f'## {title}', '']
     for c in summary.get('claims', []):
-      where = _where(c)
+      where = experiment.claim_setting(c)
       first = next(i for i, m in enumerate(claims, 1)
                    if m['claim'] == c['claim'] + where)
       if claims[first - 1]['experiment'].split(' + ')[0] != name:

@@ -117,12 +117,8 @@ def on_chunk(group, config, step, probe, writer):
 def measure(group, ensemble, params, config):
   """Where the last query looks, and what removing position 0 (or a filler
   position, the control) from its weights does to the accuracy."""
-  final = ensemble.measure(params, probes.searchlight,
-                           num_examples=config.eval_examples)
-  ablation = ensemble.measure(params, probes.beam_ablation,
-                              num_examples=config.eval_examples)
-  return {**final, 'without_pos0': ablation['without_pos0'],
-          'without_filler': ablation['without_filler']}
+  return ensemble.measure(params, probes.searchlight_with_ablation,
+                          num_examples=config.eval_examples)
 
 
 def final_scalars(group, config, final):

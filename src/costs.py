@@ -75,12 +75,8 @@ def programs(model: str, *, length: int, batch_size: int, d_model: int,
 def flops_by_length(model: str, pass_name: str, lengths, **kwargs) -> list:
   """FLOPs of `pass_name` at each length, counted by XLA from the compiled
   program (scans at their trip count), never run: cheap at any width."""
-  out = []
-  for L in lengths:
-    fn, args = programs(model, length=L, abstract=True, **kwargs)[pass_name]
-    _, flops, _, _, _ = analyse(fn, args)
-    out.append(flops + scan_corrections(jax.make_jaxpr(fn)(*args).jaxpr)[0])
-  return out
+  return [counted(model, pass_name, length=L, abstract=True,
+                  **kwargs)['flops'] for L in lengths]
 
 
 def quadratic_crossover(lengths, flops) -> dict:

@@ -490,9 +490,14 @@ def training_time(module, config, rows) -> dict:
   return out
 
 
+def claim_setting(claim: dict) -> str:
+  """The setting a claim was judged at, as text: ' (L=20) (decoys=0.25)'."""
+  return ''.join(f' ({name}={claim[k]})' for k, name in
+                 (('length', 'L'), ('d_model', 'd_model'),
+                  ('decoys', 'decoys')) if k in claim)
+
+
 def print_claims(summary: dict) -> None:
   for c in summary.get('claims', []):
-    where = ''.join(f' ({name}={c[k]})' for k, name in
-                    (('length', 'L'), ('d_model', 'd_model'),
-                     ('decoys', 'decoys')) if k in c)
-    print(f'- {c["verdict"].upper()}{where}: {c["claim"]} ({c["measured"]})')
+    print(f'- {c["verdict"].upper()}{claim_setting(c)}: {c["claim"]} '
+          f'({c["measured"]})')

@@ -81,8 +81,8 @@ def margin_sensitivity(model, tokens_BxL, labels_B):
 
 def beam_ablation(model, tokens_BxL, labels_B, num_classes=2):
   """Is the beam on position 0 what the model uses? Accuracy per class of
-  first symbol as trained ('intact'), with position 0 removed from the
-  read-out query's weights (renormalised over the rest: 'without_pos0'),
+  first symbol with position 0 removed from the read-out query's weights
+  (renormalised over the rest: 'without_pos0'),
   and, as a control, with one filler position removed instead
   ('without_filler'; string b loses position 1 + (7919 b mod (L - 2)), a
   spread over the filler fixed by the string's index)."""
@@ -92,10 +92,15 @@ def beam_ablation(model, tokens_BxL, labels_B, num_classes=2):
   filler_B = 1 + (jnp.arange(B) * 7919) % (L - 2)
   keep_BxL = jnp.arange(L)[None, :] != filler_B[:, None]
   out = {}
-  for name, mask in (('intact', None), ('without_pos0', keep_L),
-                     ('without_filler', keep_BxL)):
+  for name, mask in (('without_pos0', keep_L), ('without_filler', keep_BxL)):
     logits_BxC, _ = model.classify(x_BxLxD, read_out_key_mask=mask)
     correct_B = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
     out[name] = jnp.stack([class_mean(correct_B, labels_B == c)
                            for c in range(num_classes)])
   return out
+
+
+def searchlight_with_ablation(model, tokens_BxL, labels_B):
+  """`searchlight` and `beam_ablation` on the same strings, one program."""
+  return {**searchlight(model, tokens_BxL, labels_B),
+          **beam_ablation(model, tokens_BxL, labels_B)}
