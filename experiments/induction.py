@@ -55,14 +55,24 @@ ONE_LENGTH = True  # its summary and claims are of one length
 accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'depths', 'num_heads', 'vocab', 'seeds', 'seed',
-          'steps', 'batch_size', 'learning_rate', 'learning_rates', 'd_model',
+          'induction_task', 'steps', 'batch_size', 'learning_rate',
+          'learning_rates', 'd_model',
           'chrono_horizon', 'eval_examples', 'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '7. Depth (induction)', 'induction.png'  # in REPORT.md
 COLUMNS = ['model', 'num_layers', 'length', 'seed', 'accuracy']
 HEAD_COLUMNS = ['model', 'num_layers', 'length', 'seed', 'layer', 'head',
                 'prev_token_score', 'induction_score']
-TABLES = {'heads.csv': HEAD_COLUMNS}  # per layer and head, beside results.csv
+# Per seed, the accuracy at LONGER times the training length (models that
+# read any length: no learned position embedding).
+EXTRAPOLATION_COLUMNS = ['model', 'num_layers', 'length', 'seed',
+                         'test_length', 'accuracy']
+LONGER = (2, 4)
+TABLES = {'heads.csv': HEAD_COLUMNS,  # per layer and head, beside results.csv
+          'extrapolation.csv': EXTRAPOLATION_COLUMNS}
 CANNOT, CAN = 0.5, 0.9  # per seed, "cannot": below 50%; "can": at least 90%
+# The positive control's bar: the Mamba paper's 2-layer Mamba scores 100% at
+# its training length (Table 2); 99% allows 1 miss in 100 test strings.
+CONTROL = 0.99
 PROBE_EXAMPLES = 512
 
 
@@ -95,7 +105,7 @@ def accuracy_key(model: str, depth: int) -> str:
 
 def groups(config: Config) -> list:
   return [experiment.group(
-      m, L, name=f'{accuracy_key(m, d)}_L{L:03d}', task='induction',
+      m, L, name=f'{accuracy_key(m, d)}_L{L:03d}', task=config.induction_task,
       task_params={'vocab': config.vocab}, probe=probe_for(m),
       probe_examples=PROBE_EXAMPLES, work_scale=d, num_layers=d)
           for m in config.models
@@ -130,8 +140,19 @@ def on_chunk(group, config, step, probe, writer):
 
 
 def measure(group, ensemble, params, config):
-  return ensemble.measure(params, probe_for(group.model),
-                          num_examples=config.eval_examples)
+  """The probe on test strings of the training length; for a model that
+  reads any length, also the accuracy at each of LONGER times it (fresh
+  strings of the same task), as the Mamba paper's Table 2 tests."""
+  final = ensemble.measure(params, probe_for(group.model),
+                           num_examples=config.eval_examples)
+  if models_lib.takes_any_length(group.model,
+                                 **ensemble.recipe['model_kwargs']):
+    for k in LONGER:
+      longer = tasks_lib.make_task(group.task, k * group.length,
+                                   **group.task_params)
+      final[f'accuracy_{k}x'] = ensemble.evaluate(
+          params, num_examples=config.eval_examples, task=longer)['accuracy']
+  return final
 
 
 def rows(group, final, config, timing) -> dict:
@@ -145,7 +166,11 @@ def rows(group, final, config, timing) -> dict:
                   induction_score=final['induction'][s, layer, h])
              for s in range(config.seeds) for layer in range(depth)
              for h in range(config.num_heads)]
-  return {'heads.csv': heads,
+  longer = [dict(model=model, num_layers=depth, length=length, seed=s,
+                 test_length=k * length, accuracy=final[f'accuracy_{k}x'][s])
+            for k in LONGER if f'accuracy_{k}x' in final
+            for s in range(config.seeds)]
+  return {'heads.csv': heads, 'extrapolation.csv': longer,
           'results.csv': [dict(model=model, num_layers=depth, length=length,
                                seed=s, accuracy=final['accuracy'][s])
                           for s in range(config.seeds)]}
@@ -195,18 +220,27 @@ def summarize(config: Config, rows, tables, curves=None) -> dict:
           previous_token_score=float(prev['prev_token_score']),
           induction_head=f'layer {deepest - 1} head {ind["head"]}',
           induction_score=float(ind['induction_score'])))
-  out['claims'] = claims(config, per_seed, curves)
+  for r in tables.get('extrapolation.csv', []):
+    key = accuracy_key(r['model'], int(r['num_layers']))
+    out.setdefault('extrapolation', {}).setdefault(key, {}).setdefault(
+        str(r['test_length']), {})[int(r['seed'])] = float(r['accuracy'])
+  out['claims'] = claims(config, per_seed, curves,
+                         out.get('extrapolation', {}))
   return out
 
 
-def claims(config, per_seed, curves=None) -> list[dict]:
+def claims(config, per_seed, curves=None, longer=None) -> list[dict]:
   """Per seed (seed i of the 1-layer and the 2-layer stack are a pair):
   attention's claim needs 1 layer below CANNOT and 2 layers at CAN or above;
   another layered model's, 2 layers at CAN or above. A failure must be
   trained out (`claims.trained_out` on the failing seeds' curves): the
   2-layer seeds below CAN and, for attention, the 1-layer seeds below CANNOT
   that the claim counts; else the verdict is inconclusive (`curves` None:
-  not checked)."""
+  not checked). On the Mamba paper's task (`--induction_task=
+  trigger_induction`) every layered model's 2-layer stack also gets the
+  positive control's claim: the paper's result, at least CONTROL in every
+  seed, with its accuracy on `longer` strings ({key: {length: {seed:
+  accuracy}}}) beside it."""
   out = []
   L = config.lengths[-1]
 
@@ -258,7 +292,43 @@ def claims(config, per_seed, curves=None) -> list[dict]:
                     note=rule + '; every failing seed trained out (training '
                     f'loss flat over the last doubling of steps: fell by '
                     f'under {claims_lib.FLAT:.0%})'))
+    if config.induction_task == 'trigger_induction':
+      out.append(control_claim(model, two, (longer or {}).get(
+          accuracy_key(model, 2), {}), trained_out(
+              model, 2, [s for s in seeds if not stats.reaches(two[s],
+                                                                CONTROL)])))
   return out
+
+
+def control_claim(model, two, longer, check) -> dict:
+  """The positive control: the Mamba paper (Gu & Dao 2023, sec. 4.1.2,
+  Table 2) reports 2-layer Mamba at 100% on its induction-heads task at the
+  training length. Held: every seed at CONTROL or above; did not hold: a
+  seed below it with its training loss flat; else inconclusive."""
+  seeds = sorted(two)
+  k = sum(stats.reaches(two[s], CONTROL) for s in seeds)
+  measured = (f'{k} of {len(seeds)} seeds at {CONTROL:.0%} or above; '
+              'accuracy per seed: ' + ' '.join(f'{two[s]:.3f}' for s in seeds))
+  for length, by_seed in sorted(longer.items(), key=lambda i: int(i[0])):
+    measured += (f'; at L={length}: '
+                 + ' '.join(f'{by_seed[s]:.3f}' for s in sorted(by_seed)))
+  if k == len(seeds):
+    verdict = stats.HELD
+  elif check['flat']:
+    verdict = stats.NOT_HELD
+  else:
+    verdict = stats.INCONCLUSIVE
+    measured += '; ' + claims_lib.still_learning(check)
+  return dict(
+      claim=f"Positive control: two layers of {model} reach the Mamba "
+            f"paper's result on its induction-heads task ({CONTROL:.0%} at "
+            'the training length).',
+      model=model, measured=measured, verdict=verdict, test='every seed',
+      note=f'each seed: 2 layers at {CONTROL:.0%} accuracy or above on the '
+           "paper's task (a special trigger token); a seed below it fails "
+           'the control only with its training loss flat over the last '
+           f'doubling of steps (fell by under {claims_lib.FLAT:.0%}); the '
+           'accuracy at longer lengths is reported, not judged')
 
 
 def print_table(config, summary) -> None:
@@ -267,6 +337,10 @@ def print_table(config, summary) -> None:
                        ' '.join(f'{a:.3f}' for a in v['seeds'])]
                       for k, v in summary['accuracy'].items()],
                      ['model', 'accuracy', 'seeds']))
+  for key, by_length in summary.get('extrapolation', {}).items():
+    print(f'{key} on longer strings: ' + '; '.join(
+        f'L={length} ' + ' '.join(f'{a:.3f}' for a in by_seed.values())
+        for length, by_seed in by_length.items()))
   for role in summary['roles']:
     print(f'seed {role["seed"]}: previous-token {role["previous_token_head"]}'
           f' ({role["previous_token_score"]:.2f}), induction '

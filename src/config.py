@@ -27,6 +27,7 @@ def _field(default, doc, syntax=None, parse=None, *, defines_run=True):
       'defines_run': defines_run})
 
 
+INDUCTION_TASKS = ('induction', 'trigger_induction')
 _COUNT, _COUNTS = 'an integer >= 1', 'a comma list of distinct integers >= 1'
 _count = lambda flag, text, context: _int(flag, text)
 _counts = lambda flag, text, context: _int_list(flag, text, 1)
@@ -85,6 +86,12 @@ class Config:
   depths: tuple[int, ...] = _field(
       (1, 2), 'attention depths compared (--exp=induction)', _COUNTS,
       _counts)
+  induction_task: str = _field(
+      'induction', "the induction experiment's task: `induction` (the last "
+      'token occurred once before) or `trigger_induction` (the Mamba '
+      "paper's: a special trigger token, the positive control)",
+      'induction or trigger_induction',
+      lambda flag, text, context: _choice(flag, text, INDUCTION_TASKS))
   vocab: int = _field(16, 'token vocabulary of the induction task',
                       'an integer >= 3',
                       lambda flag, text, context: _int(flag, text, minimum=3))
@@ -232,6 +239,13 @@ def _int_list(flag, text, minimum):
   if len(set(out)) != len(out):
     raise ConfigError(f'--{flag}: values must be distinct, got {text!r}')
   return tuple(out)
+
+
+def _choice(flag, text, choices):
+  if text not in choices:
+    raise ConfigError(f'--{flag}: unknown value {text!r}; expected one of '
+                      f'{", ".join(choices)}')
+  return text
 
 
 def _choice_list(flag, text, choices):

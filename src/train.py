@@ -236,8 +236,9 @@ class Ensemble:
     return jax.vmap(one_seed)(state, jax.random.wrap_key_data(data_keys_S),
                               rates_S)
 
-  def _measure_one(self, params, data_key, fn, stream, num_examples):
-    tokens_BxL, labels_B = self.task.sample(
+  def _measure_one(self, params, data_key, fn, stream, num_examples,
+                   task=None):
+    tokens_BxL, labels_B = (task or self.task).sample(
         tasks_lib.stream_key(data_key, stream), num_examples)
     return fn(self.model(params), tokens_BxL, labels_B)
 
@@ -329,24 +330,28 @@ class Ensemble:
     return fn(state, keys, rates, start)
 
   def measure(self, params, fn, *, stream=tasks_lib.EVAL_STREAM,
-              num_examples: int = 2048) -> dict:
+              num_examples: int = 2048, task=None) -> dict:
     """fn(model, tokens, labels) on fresh strings of `stream`, every seed;
-    the result is on the host without the padding seeds."""
+    the result is on the host without the padding seeds. `task`: strings of
+    another task than the group's (e.g. longer ones), for a model whose
+    parameters do not depend on the length."""
     keys = self._data_keys
     run = lambda params, keys: jax.vmap(
-        lambda p, k: self._measure_one(p, k, fn, stream, num_examples))(
+        lambda p, k: self._measure_one(p, k, fn, stream, num_examples,
+                                       task))(
             params, jax.random.wrap_key_data(keys))
-    compiled = self._compile(('measure', fn, stream, num_examples),
+    compiled = self._compile(('measure', fn, stream, num_examples,
+                              task and (task.name, task.length)),
                              self._per_device(run, 2), params, keys)
     return self.unpad(compiled(params, keys))
 
   def evaluate(self, params, *, stream=tasks_lib.EVAL_STREAM,
-               num_examples: int = 2048) -> dict[str, np.ndarray]:
+               num_examples: int = 2048, task=None) -> dict[str, np.ndarray]:
     """Per-seed loss and accuracy on fresh strings training never sees,
     EVAL_CHUNK strings at a time (a model's forward pass over all of them
     at once can need gigabytes: Mamba's scan states)."""
     return self.measure(params, _chunked_loss_and_accuracy, stream=stream,
-                        num_examples=num_examples)
+                        num_examples=num_examples, task=task)
 
   def unpad(self, tree: Any) -> Any:
     """Drops the padding members from a member-stacked pytree (on the

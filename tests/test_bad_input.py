@@ -31,6 +31,8 @@ CASES = [
     (['--exp=heads', '--lengths=16,32'], '--lengths', 'takes one length'),
     (['extra_positional'], 'unexpected arguments', 'flags look like'),
     (['--vocab=8'], '--vocab', '--exp=distance does not read it'),
+    (['--exp=induction', '--induction_task=mqar'], '--induction_task',
+     'induction, trigger_induction'),
     (['--exp=cost', '--seeds=3'], '--seeds', '--exp=cost does not read it'),
     (['--nosuch=1'], '--nosuch', 'unknown flag'),
     (['--decoys=1'], '--decoys', 'a number in [0, 1)'),

@@ -1,5 +1,6 @@
 """`--exp=heads` and `--exp=induction`: measurements and end to end."""
 
+import dataclasses
 
 import jax
 import numpy as np
@@ -94,6 +95,52 @@ def test_induction_end_to_end(tmp_path):
   assert len(head_rows) == 2 * (1 + 2) * 2  # seeds x layers x heads
   for r in head_rows:
     assert 0 <= float(r['prev_token_score']) <= 1
+  # The LSTM reads any length: tested at 2x and 4x; attention's learned
+  # positions cannot.
+  longer = read_csv(tmp_path / 'run/extrapolation.csv')
+  assert list(longer[0]) == experiment.with_rates(
+      induction.EXTRAPOLATION_COLUMNS)
+  assert sorted((r['model'], r['test_length']) for r in longer) == sorted(
+      [('lstm', '16')] * 2 + [('lstm', '32')] * 2)
+  assert all(0 <= float(r['accuracy']) <= 1 for r in longer)
+  assert set(summary['extrapolation']) == {'lstm'}
   assert summary['chance'] == pytest.approx(1 / 6)
   assert len(summary['roles']) == 2 and summary['claims']
   assert_figure(tmp_path / 'run/induction.png')
+
+
+@pytest.mark.parametrize('name,any_length', [
+    ('mamba', True), ('lru', True), ('lstm', True), ('attention', False),
+    ('linear_attention', False)])
+def test_which_models_read_longer_strings(name, any_length):
+  kwargs = dict(vocab_size=17, length=8, d_model=16, num_classes=16,
+                num_heads=1, num_layers=2)
+  assert models.takes_any_length(name, **kwargs) is any_length
+  if any_length:  # the model built at L=8 reads a string of 32
+    model = models.make_model(name, rngs=nnx.Rngs(0), **kwargs)
+    tokens, _ = tasks.trigger_induction_batch(jax.random.key(0), 3, 32, 16)
+    assert model(tokens)[0].shape == (3, 16)
+
+
+def test_the_trigger_task_is_the_groups_task():
+  config = dataclasses.replace(induction.DEFAULTS,
+                               induction_task='trigger_induction')
+  assert {g.task for g in induction.groups(config)} == {'trigger_induction'}
+  assert {g.task for g in induction.groups(induction.DEFAULTS)} == {
+      'induction'}
+
+
+@pytest.mark.parametrize('accuracy,flat,verdict', [
+    ([1.0, 0.995], True, 'held'),  # every seed at 99% or above
+    ([1.0, 0.98], True, 'did not hold'),  # one below, its loss flat
+    ([1.0, 0.98], False, 'inconclusive'),  # one below, still learning
+    ([0.2, 0.3], True, 'did not hold'),
+])
+def test_positive_control_verdicts(accuracy, flat, verdict):
+  two = dict(enumerate(accuracy))
+  check = {'flat': flat, 'fall': 0.0 if flat else 0.3, 'seeds': 1,
+           'step': 4000}
+  claim = induction.control_claim('mamba', two, {'128': {0: 0.5, 1: 0.4}},
+                                  check)
+  assert claim['verdict'] == verdict
+  assert 'at L=128: 0.500 0.400' in claim['measured']

@@ -243,6 +243,26 @@ def test_a_over_ninety(masses, verdict):
   assert claim['verdict'] == verdict
 
 
+def rows_with_entropy(entropies):
+  return [dict(model='attention', length='20', seed=str(s), first_symbol=c,
+               pos0_mass='0.95', entropy=str(e), accuracy='1.0')
+          for s, pair in enumerate(entropies) for c, e in zip('AB', pair)]
+
+
+@pytest.mark.parametrize('entropies,verdict', [
+    ([(0.1, 1.0)] * 4 + [(1.0, 0.1)] * 4, 'held'),  # either direction counts
+    ([(1.0, 0.1)] * 8, 'held'),
+    ([(0.1, 0.5)] * 8, 'did not hold'),  # 0.4 nats: under the gap
+    ([(0.1, 0.7)] * 3 + [(0.3, 0.3)] * 5, 'held in 3 of 8 seeds'),
+])
+def test_one_class_gets_the_beam_in_either_direction(entropies, verdict):
+  config = dataclasses.replace(attention.DEFAULTS, lengths=(20,),
+                               seeds=len(entropies))
+  summary = attention.summarize(config, rows_with_entropy(entropies))
+  claim, = by_claim(summary, 'One class gets the beam')
+  assert claim['verdict'] == verdict, claim['measured']
+
+
 # -- gradient ------------------------------------------------------------------------------
 
 def gradient_summary(init, trained_rel, models=('attention', 'rnn')):

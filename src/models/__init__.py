@@ -136,6 +136,18 @@ def make_model(name: str, *, vocab_size: int, length: int, d_model: int,
                     num_layers=num_layers, rngs=rngs, **extra)
 
 
+def takes_any_length(name: str, **build_kwargs) -> bool:
+  """Whether model `name` (built with `build_kwargs`, `length` among them)
+  has the same parameters at twice the length: no learned position
+  embedding, so it reads strings longer than those it trained on."""
+  def shapes(length):
+    kwargs = dict(build_kwargs, length=length)
+    return jax.tree.map(
+        lambda x: x.shape, nnx.state(nnx.eval_shape(
+            lambda: make_model(name, rngs=nnx.Rngs(0), **kwargs))))
+  return shapes(build_kwargs['length']) == shapes(2 * build_kwargs['length'])
+
+
 def count_params(params) -> int:
   return sum(x.size for x in jax.tree.leaves(params))
 
