@@ -86,15 +86,15 @@ class Config:
   depths: tuple[int, ...] = _field(
       (1, 2), 'attention depths compared (--exp=induction)', _COUNTS,
       _counts)
+  vocab: int = _field(16, 'token vocabulary of the induction task',
+                      'an integer >= 3',
+                      lambda flag, text, context: _int(flag, text, minimum=3))
   induction_task: str = _field(
       'induction', "the induction experiment's task: `induction` (the last "
       'token occurred once before) or `trigger_induction` (the Mamba '
       "paper's: a special trigger token, the positive control)",
       'induction or trigger_induction',
       lambda flag, text, context: _choice(flag, text, INDUCTION_TASKS))
-  vocab: int = _field(16, 'token vocabulary of the induction task',
-                      'an integer >= 3',
-                      lambda flag, text, context: _int(flag, text, minimum=3))
   budgets: tuple[int, ...] = _field(
       (250, 1000, 4000), 'training budgets in steps (--exp=budget)', _COUNTS,
       _counts)
