@@ -1,22 +1,35 @@
 """The direct bridge: does the signal from the output still reach position 0?
 
-Command: `python run.py --exp=gradient` (about 4 minutes on a 2-core CPU).
-For attention, the LSTM (Flax default and chrono), the GRU and a plain RNN
-at lengths 5 to 80, eight seeds, measures sensitivity = ||d(logit_A -
-logit_B) / d e_0||: the gradient of the output margin with respect to the
-input vector at position 0, mean over 512 fixed strings (64 during
-training). Raw norms depend on each model's embedding and logit scales, so
-beside it the same norm at the last filler position, and their ratio
-(`relative_sensitivity`), which is free of those scales. At
-initialisation, after every 100 training steps (the same budget as
+Command: `python run.py --exp=gradient` (34 minutes, 21 CPU-minutes, on a
+2-core CPU shared with two other jobs at load 7; before the L = 200 groups
+it took 4 minutes idle; `--quick`: 12 minutes there, 7 CPU-minutes, its
+bridge at L = 100). For attention, the LSTM (Flax default and chrono), the
+GRU, a plain RNN and the LRU, eight seeds, measures the gradient of the
+output margin logit_A - logit_B with respect to the input vectors (token
+plus position embedding), mean over 512 fixed strings (64 during training).
+At initialisation, after every 100 training steps (the same budget as
 `distance`: 500 Adam steps of 32 strings), and at the end.
 
+Along one string (the basis of the decay claims): at L = 200
+(`--bridge_length`, a model trained at that length), the sensitivity
+||d margin / d x_t|| to every position t of the same strings, from one
+backward pass, at initialisation and trained; d = L-1-t is the distance
+from the query. Each seed's profile is fitted against d (exponential) and
+against log d (power law) over d = 1 to the last distance before it falls
+to 1e-30 or below (float32 has lost it there), and the better fit named.
+
+Across lengths (a second view, a model built for each L = 5..80):
+sensitivity = ||d margin / d e_0|| at position 0; raw norms depend on each
+model's embedding and logit scales, so beside it the same norm at the last
+filler position, and their ratio (`relative_sensitivity`), free of those
+scales.
+
 Expect: at initialisation a recurrent net's sensitivity falls exponentially
-with the distance (one multiplication per step), so `log(sensitivity)` drops
-linearly in L; attention's falls like a power of L (1/L: untrained weights
-spread evenly over L positions). Each seed's decay is fitted both ways and
-the better fit named. After training, attention's bridge reaches position 0
-more strongly than the position next to the query, at every length.
+with the distance (one multiplication per step), so log(sensitivity) drops
+linearly along the string; attention's profile is flat-ish (every position
+one step from the output). After training, attention's bridge reaches
+position 0 more strongly than the position next to the query, at every
+length.
 """
 
 import dataclasses
@@ -28,6 +41,7 @@ from src import probes
 from src import record
 from src import stats
 from src import experiment
+from src import config as config_lib
 from src import tasks as tasks_lib
 from src.config import Config
 
@@ -42,27 +56,55 @@ DEFAULTS = Config(
     learning_rate=3e-3,
     chunk_steps=100,  # five probes of the bridge during training
     checkpoint_every=250,
+    bridge_length=200,  # long enough for 0.9 per step to fall 1e-9
 )
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(
-    DEFAULTS, lengths=(5, 10, 20, 40), seeds=4, steps=200)
+    DEFAULTS, lengths=(5, 10, 20, 40), seeds=4, steps=200,
+    bridge_length=100)  # half the default's: still 1e-22 at x0.6 per step
 accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'learning_rates', 'd_model', 'num_heads',
           'num_layers', 'chrono_horizon', 'num_filler', 'chunk_steps',
-          'checkpoint_every')
+          'checkpoint_every', 'bridge_length')
 SECTION, FIGURE = '4. The direct bridge', 'gradient.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'phase', 'step', 'sensitivity',
            'pos0_mass', 'accuracy', 'sensitivity_last', 'relative_sensitivity']
+# The sensitivity to every position t of the bridge length's strings
+# (distance d = L-1-t from the query), init and trained.
+BRIDGE_COLUMNS = ['model', 'length', 'seed', 'phase', 'position', 'distance',
+                  'sensitivity']
+TABLES = {'bridge.csv': BRIDGE_COLUMNS}
 PROBE_EXAMPLES = 512
+# The decay along one string, one test per recurrent model.
+FAMILY = 'the signal dies away exponentially along one string'
+
+
+def trained_lengths(config: Config) -> tuple[int, ...]:
+  """--lengths, and the bridge length when it is not one of them."""
+  return tuple(config.lengths) + tuple(
+      L for L in (config.bridge_length,) if L not in config.lengths)
 
 
 def groups(config: Config) -> list:
+  # Its init and trained rows are written together: model and length find
+  # both, in results.csv and in bridge.csv.
   return [experiment.group(m, L, task_params={'num_filler': config.num_filler},
-                           key=dict(model=m, length=L, phase='trained'),
+                           key=dict(model=m, length=L),
                            probe=probes.margin_sensitivity, probe_examples=64)
-          for m in config.models for L in config.lengths]
+          for m in config.models for L in trained_lengths(config)]
+
+
+def estimate_bytes(config: Config) -> int:
+  return config_lib.estimate_bytes(dataclasses.replace(
+      config, lengths=trained_lengths(config)))
+
+
+def planned_tests(config) -> list[tuple[str, int, str]]:
+  """The decay's binomial test per recurrent model."""
+  return [(FAMILY, config.seeds, 'two-sided') for m in config.models
+          if models_lib.get(m).family.recurrent]
 
 # TensorBoard's descriptions of the tags on_chunk logs.
 TAGS = {
@@ -89,9 +131,12 @@ def on_chunk(group, config, step, probe, writer):
 
 def measure(group, ensemble, params, config):
   """The bridge at initialisation (the same initial state training started
-  from) and after training, on the probe strings."""
+  from) and after training, on the probe strings; at the bridge length, to
+  every position (one compiled program for both)."""
+  probe = (probes.margin_profile if group.length == config.bridge_length
+           else probes.margin_sensitivity)
   bridge = lambda params: ensemble.measure(
-      params, probes.margin_sensitivity, stream=tasks_lib.PROBE_STREAM,
+      params, probe, stream=tasks_lib.PROBE_STREAM,
       num_examples=PROBE_EXAMPLES)
   init, trained = bridge(ensemble.init()['params']), bridge(params)
   return {'init': init, 'trained': trained, 'accuracy': trained['accuracy']}
@@ -101,15 +146,23 @@ def final_scalars(group, config, final):
   return {'bridge/sensitivity_at_init': (0, final['init']['sensitivity'])}
 
 
-def rows(group, final, config, timing) -> list[dict]:
-  return [dict(model=group.model, length=group.length, seed=s, phase=phase,
-               step=step, sensitivity=m['sensitivity'][s],
+def rows(group, final, config, timing) -> dict:
+  L = group.length
+  return {
+      'results.csv': [
+          dict(model=group.model, length=L, seed=s, phase=phase, step=step,
+               sensitivity=m['sensitivity'][s],
                pos0_mass=m['pos0_mass'][s] if 'pos0_mass' in m else '',
                accuracy=m['accuracy'][s],
                sensitivity_last=m['sensitivity_last'][s],
                relative_sensitivity=m['relative_sensitivity'][s])
           for phase, step in (('init', 0), ('trained', timing.steps))
-          for m in (final[phase],) for s in range(config.seeds)]
+          for m in (final[phase],) for s in range(config.seeds)],
+      'bridge.csv': [
+          dict(model=group.model, length=L, seed=s, phase=phase, position=t,
+               distance=L - 1 - t, sensitivity=m['profile'][s][t])
+          for phase in ('init', 'trained') for m in (final[phase],)
+          if 'profile' in m for s in range(config.seeds) for t in range(L)]}
 
 
 def line(group, final, config, timing) -> str:
@@ -121,9 +174,11 @@ def line(group, final, config, timing) -> str:
           f'  accuracy {np.mean(trained["accuracy"]):.3f}')
 
 
-def summarize(config: Config, rows: list[dict]) -> dict:
+def summarize(config: Config, rows: list[dict], tables=None) -> dict:
   lengths = sorted(config.lengths)
   out = {'models': {}, 'claims': []}
+  profiles = bridge_profiles((tables or {}).get('bridge.csv', []),
+                             config.bridge_length)
 
   def values(model, phase, key, L):
     return {int(r['seed']): float(r[key]) for r in rows if r['model'] == model
@@ -164,9 +219,64 @@ def summarize(config: Config, rows: list[dict]) -> dict:
       entry['trained_pos0_mass'] = {
           str(L): float(np.mean(list(values(model, 'trained', 'pos0_mass',
                                             L).values()))) for L in lengths}
+    if model in profiles:
+      entry['bridge'] = bridge_summary(profiles[model], config.bridge_length)
     out['models'][model] = entry
   out['claims'] = claims(config, out['models'], lengths)
   return out
+
+
+def bridge_profiles(rows, length) -> dict:
+  """bridge.csv's rows at `length` as {model: {phase: {seed: sensitivity
+  indexed by distance}}}."""
+  out = {}
+  for r in rows:
+    if int(r['length']) != length:
+      continue
+    seeds = out.setdefault(r['model'], {}).setdefault(r['phase'], {})
+    profile = seeds.setdefault(int(r['seed']), np.full(length, np.nan))
+    profile[int(r['distance'])] = float(r['sensitivity'])
+  return out
+
+
+def bridge_summary(by_phase, length) -> dict:
+  """Per phase and seed: the profile's fits (`stats.profile_fits`), the
+  factor per step of the exponential one, and position 0's sensitivity
+  over that at distance 1 (null where that is 0)."""
+  out = {'length': length, 'floor': stats.FLOOR}
+  for phase, by_seed in by_phase.items():
+    fits = {s: stats.profile_fits(v) for s, v in sorted(by_seed.items())}
+    out[phase] = {
+        'fits_per_seed': {str(s): f for s, f in fits.items()},
+        'factor_per_step': {
+            str(s): (float(np.exp(f['exponential']['slope']))
+                     if f['exponential'] else None) for s, f in fits.items()},
+        'far_over_near': {
+            str(s): float(v[-1] / v[1]) if v[1] > 0 else None
+            for s, v in sorted(by_seed.items())}}
+  return out
+
+
+def decays(fit) -> bool:
+  """A seed's profile dies away exponentially: the exponential fits better
+  than the power law, and falls."""
+  return fit['better'] == 'exponential' and fit['exponential']['slope'] < 0
+
+
+def _along(phase: dict) -> tuple[int, int, str]:
+  """(seeds whose profile decays, seeds, what the fits say) of one phase."""
+  fits = list(phase['fits_per_seed'].values())
+  factors = [f for f in phase['factor_per_step'].values() if f is not None]
+  far = [x for x in phase['far_over_near'].values() if x is not None]
+  last = [f['range'][1] for f in fits]
+  text = (f'median factor x{np.median(factors):.3f} per step (seeds '
+          f'{min(factors):.3f} to {max(factors):.3f})' if factors
+          else 'no seed fitted')
+  text += (f', fitted over distances 1 to {min(last)}'
+           + (f'-{max(last)}' if max(last) > min(last) else ''))
+  if far:
+    text += f'; position 0 over distance 1: median {np.median(far):.3g}'
+  return sum(decays(f) for f in fits), len(fits), text
 
 
 def claims(config, m, lengths) -> list[dict]:
@@ -174,14 +284,16 @@ def claims(config, m, lengths) -> list[dict]:
   recurrent = [x for x in config.models if models_lib.get(x).family.recurrent]
   attention = [x for x in config.models
                if models_lib.get(x).family == models_lib.ATTENTION]
+  out += [along_one_string(config, model, m[model]['bridge'])
+          for model in recurrent if 'bridge' in m[model]]
   for model in recurrent:
     fits = m[model]['init_fits_per_seed'].values()
-    k = sum(f['better'] == 'exponential' and f['exponential']['slope'] < 0
-            for f in fits)
+    k = sum(decays(f) for f in fits)
     factors = [np.exp(f['exponential']['slope']) for f in fits]
     out.append(dict(
-        claim=f'Through recurrence ({model}) the signal to position 0 dies '
-              'away exponentially with distance (at initialisation).',
+        claim=f'Across lengths (the second view: a model built for each L), '
+              f'the signal to position 0 through recurrence ({model}) dies '
+              'away exponentially with L (at initialisation).',
         model=model,
         measured=f'exponential fits better than a power law, with a falling '
                  f'slope, in {k} of {len(factors)} seeds; median factor '
@@ -191,16 +303,25 @@ def claims(config, m, lengths) -> list[dict]:
                      f'{m[a]["init_loglog_slope"]:.2f} (1/L is -1)'
                      for a in attention),
         verdict=stats.k_of_n(k, len(factors)), test='per seed',
-        note='each seed: log(sensitivity) at initialisation fitted against '
-             'L (exponential) and against log L (power law), two '
-             'parameters each; the smaller residual sum of squares names '
-             'the shape'))
+        note='the second view (the fit along one string is the basis): '
+             'each seed: log(sensitivity to position 0) at initialisation '
+             f'at L = {", ".join(map(str, lengths))} fitted against L '
+             '(exponential) and against log L (power law), two parameters '
+             'each; the smaller residual sum of squares names the shape'))
   for model in attention:
     rel = m[model]['relative_sensitivity']['trained']
     seeds = len(rel[str(lengths[0])])
     lowest = [min(rel[str(L)][s] for L in lengths) for s in range(seeds)]
     k = sum(x > 1 for x in lowest)
     others = [x for x in recurrent]
+    along = ''
+    if 'bridge' in m[model]:
+      b = m[model]['bridge']
+      along = ''.join(
+          f'; along one string (L={b["length"]}) {phase}: exponential fits '
+          f'better with a falling slope in {k_} of {n_} seeds, {text}'
+          for phase in ('init', 'trained') for k_, n_, text in (
+              _along(b[phase]),))
     out.append(dict(
         claim=f'After training, attention ({model}) keeps a strong bridge to '
               'position 0 at every length.',
@@ -211,13 +332,46 @@ def claims(config, m, lengths) -> list[dict]:
                  f'ratio at L={lengths[-1]}: {model} '
                  f'{np.median(rel[str(lengths[-1])]):.3g}' + ''.join(
                      f', {x} {np.median(m[x]["relative_sensitivity"]["trained"][str(lengths[-1])]):.3g}'
-                     for x in others),
+                     for x in others) + along,
         verdict=stats.k_of_n(k, seeds), test='per seed',
         note='scale-free: the sensitivity to position 0 divided by the '
              'sensitivity to the last filler position (L-2), per seed; the '
              'bridge is strong where the ratio exceeds 1 at every tested '
              'length'))
   return out
+
+
+def along_one_string(config, model, bridge) -> dict:
+  """The decay along one string at initialisation, seed by seed: an exact
+  binomial test of the seeds it holds in against 1/2, two-sided, one test
+  of FAMILY (Holm-adjusted by the runner)."""
+  k, n, init = _along(bridge['init'])
+  k_trained, _, trained = _along(bridge['trained'])
+  p = stats.binomial(k, n)
+  if_significant = stats.HELD if 2 * k > n else stats.NOT_HELD
+  return dict(
+      claim=f'Through recurrence ({model}) the signal dies away '
+            'exponentially with distance along one string (at '
+            'initialisation).',
+      model=model, length=bridge['length'],
+      measured=f'exponential fits better than a power law, with a falling '
+               f'slope, in {k} of {n} seeds (exact binomial test against '
+               f'1/2, two-sided, p = {stats.fmt_p(p)}); {init}; trained '
+               f'({config.steps} steps): in {k_trained} of {n} seeds, '
+               f'{trained}',
+      test='exact binomial test, two-sided, p = 1/2',
+      note='per seed: the sensitivity ||d margin / d x_t|| to every '
+           'position t of the same strings (one backward pass, mean over '
+           f'{PROBE_EXAMPLES} strings), log-fitted against the distance '
+           'd = L-1-t (exponential) and against log d (power law), two '
+           'parameters each, over d = 1 to the last distance before the '
+           f'first value at or below {stats.FLOOR:g} (float32 underflow); '
+           'the smaller residual sum of squares names the shape; a seed '
+           'counts when the exponential wins with a falling slope (fewer '
+           'than 3 distances to fit: it does not)',
+      p=p, p_min=stats.smallest_p(n), seeds=n, if_significant=if_significant,
+      family=FAMILY,
+      verdict=if_significant if p < stats.ALPHA else stats.INCONCLUSIVE)
 
 
 def print_table(config, summary) -> None:
@@ -228,20 +382,109 @@ def print_table(config, summary) -> None:
     table.append([model, f'{e["init_factor_per_step"]:.3f}',
                   f'{e["init_loglog_slope"]:.2f}'] + [
                       f'{np.median(rel[str(L)]):.3g}' for L in lengths])
-  print('\nAt initialisation: factor per step and log-log slope of the mean '
-        'sensitivity; trained: median over seeds of the sensitivity to '
-        'position 0 relative to the last filler position')
+  print('\nAcross lengths, at initialisation: factor per step and log-log '
+        'slope of the mean sensitivity; trained: median over seeds of the '
+        'sensitivity to position 0 relative to the last filler position')
   print(record.table(table, ['model', 'init x/step', 'init loglog'] + [
       f'trained L={L}' for L in lengths]))
+  along = []
+  for model, e in summary['models'].items():
+    for phase in ('init', 'trained'):
+      if 'bridge' not in e:
+        continue
+      b = e['bridge'][phase]
+      fits = list(b['fits_per_seed'].values())
+      factors = [x for x in b['factor_per_step'].values() if x is not None]
+      far = [x for x in b['far_over_near'].values() if x is not None]
+      power = [f['power']['slope'] for f in fits if f['power']]
+      last = [f['range'][1] for f in fits]
+      along.append([
+          model, phase, f'{sum(decays(f) for f in fits)}/'
+          f'{len(fits)}',
+          f'{np.median(factors):.3f}' if factors else '-',
+          f'{np.median(power):.2f}' if power else '-',
+          f'1..{min(last)}' + (f'-{max(last)}' if max(last) > min(last)
+                               else ''),
+          f'{np.median(far):.3g}' if far else '-'])
+  if along:
+    print(f'\nAlong one string (L={config.bridge_length}): seeds whose '
+          'profile decays exponentially, medians over seeds of the factor '
+          'per step and the log-log slope, the distances fitted, and '
+          'position 0 over distance 1')
+    print(record.table(along, ['model', 'phase', 'exp. decay', 'x/step',
+                               'loglog', 'fitted d', 'pos 0 / d=1']))
 
 
-def figure(config, summary, rows, kept, folder, writer=None):
-  plot(config, summary, rows, folder / FIGURE, writer)
+def figure(config, summary, rows, kept, folder, writer=None, tables=None):
+  profiles = bridge_profiles((tables or {}).get('bridge.csv', []),
+                             config.bridge_length)
+  plot(config, summary, rows, folder / FIGURE, writer, profiles)
 
 
-def plot(config, summary, rows, path, writer=None):
+def plot(config, summary, rows, path, writer=None, profiles=None):
   plt = record.pyplot()
-  fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+  models = [m for m in summary['models'] if m in (profiles or {})]
+  columns = min(3, len(models)) or 1
+  below = -(-len(models) // columns)  # rows of profile panels
+  fig = plt.figure(figsize=(12, 4.2 + 3.3 * below))
+  grid = fig.add_gridspec(1 + below, 2 * columns,
+                          height_ratios=[4.2] + [3.3] * below, hspace=0.6,
+                          wspace=0.9)
+  axes = [fig.add_subplot(grid[0, :columns]),
+          fig.add_subplot(grid[0, columns:])]
+  across_lengths(config, summary, rows, axes)
+  for i, model in enumerate(models):
+    ax = fig.add_subplot(grid[1 + i // columns,
+                              2 * (i % columns):2 * (i % columns) + 2])
+    along_the_string(ax, model, profiles[model], config,
+                     summary['models'][model].get('bridge'))
+  fig.suptitle('The direct bridge: how much the output still feels position '
+               '0' + (f' (below: every position of one string, '
+                      f'L={config.bridge_length})' if models else ''),
+               fontsize=11)
+  record.save_figure(fig, path, writer, 'figures/gradient')
+
+
+def along_the_string(ax, model, by_phase, config, bridge=None):
+  """One model's sensitivity to every position against its distance from
+  the query: seeds thin, their median thick; init dashed, trained solid;
+  the title gives the median factor per step of the exponential fits."""
+  color = models_lib.get(model).color
+  title = model
+  for phase in ('init', 'trained') if bridge else ():
+    factors = [x for x in bridge[phase]['factor_per_step'].values()
+               if x is not None]
+    k = sum(decays(f) for f in bridge[phase]['fits_per_seed'].values())
+    if factors:
+      title += (f'\n{phase}: x{np.median(factors):.3g}/step, exponential '
+                f'decay in {k} of {len(factors)}')
+  lowest = np.inf
+  for phase, style in (('init', '--'), ('trained', '-')):
+    by_seed = by_phase.get(phase, {})
+    if not by_seed:
+      continue
+    profiles_SxD = np.stack([by_seed[s] for s in sorted(by_seed)])
+    shown = lambda v: np.where(v > 0, v, np.nan)  # log axis: 0 is off it
+    lowest = min(lowest, np.nanmin(shown(profiles_SxD), initial=np.inf))
+    d = np.arange(profiles_SxD.shape[1])
+    for v in profiles_SxD:
+      ax.plot(d, shown(v), style, color=color, lw=0.5, alpha=0.35)
+    ax.plot(d, shown(np.median(profiles_SxD, axis=0)), style, color=color,
+            lw=1.8, label=f'{phase}, median of {len(by_seed)} seeds')
+  if lowest < 1e6 * stats.FLOOR:  # near the floor: show where fits stop
+    ax.axhline(stats.FLOOR, color='k', ls=':', lw=0.8,
+               label=f'{stats.FLOOR:g}: not fitted below')
+  ax.set_yscale('log')
+  ax.set_title(title, fontsize=8)
+  ax.set_xlabel(f'distance d = {config.bridge_length - 1} - t from the query '
+                '(position t)', fontsize=8)
+  ax.set_ylabel('||d margin / d x_t||', fontsize=8)
+  ax.tick_params(labelsize=7)
+  ax.legend(fontsize=6)
+  ax.grid(alpha=0.3)
+
+
+def across_lengths(config, summary, rows, axes):
   lengths = sorted(config.lengths)
   n = len(summary['models'])
   for i, (model, e) in enumerate(summary['models'].items()):
@@ -277,6 +520,3 @@ def plot(config, summary, rows, path, writer=None):
     ax.set_xlabel('sequence length L (steps from position 0 to the output)')
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3, which='both')
-  fig.suptitle('The direct bridge: how much the output still feels position '
-               '0', fontsize=11)
-  record.save_figure(fig, path, writer, 'figures/gradient')

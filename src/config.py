@@ -105,6 +105,13 @@ class Config:
       (16, 32, 64), 'model widths d_model compared (--exp=recall; '
       "--exp=cost counts attention's price at each)", _COUNTS,
       _counts)
+  bridge_length: int = _field(
+      200, 'the length at which --exp=gradient measures the sensitivity to '
+      'every position of the same strings (a model trained at that length, '
+      'one more group per model unless it is one of --lengths)',
+      f'an integer >= {tasks_lib.MIN_LENGTH}',
+      lambda flag, text, context: _int(flag, text,
+                                       minimum=tasks_lib.MIN_LENGTH))
   num_filler: int = _field(8, 'distinct neutral filler symbols', _COUNT,
                            _count)
   decoys: float = _field(

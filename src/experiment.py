@@ -12,7 +12,7 @@ An experiment (`experiments/<name>.py`) is a module that supplies
   summarize(config, rows)              aggregates and claims: summary.json
   figure(config, summary, rows, extra, folder, writer)   its figures
       (extra: what `keep` kept per group name, or a cells experiment's
-      context)
+      context; a `tables` keyword, if it takes one, gets TABLES' rows)
 
 and, where it needs them,
 
@@ -463,8 +463,10 @@ def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
   if 'wall_s' in module.COLUMNS and not hasattr(module, 'cells'):
     summary.update(training_time(module, config, rows))
   extra = available.get('kept', available.get('context', {}))
+  more = {'tables': available['tables']} if 'tables' in available and (
+      'tables' in inspect.signature(module.figure).parameters) else {}
   record.publish(run_dir, config, summary, lambda writer: module.figure(
-      config, summary, rows, extra, run_dir.path, writer),
+      config, summary, rows, extra, run_dir.path, writer, **more),
                  fields=module.FIELDS)
   if hasattr(module, 'print_table'):
     module.print_table(config, summary)

@@ -1,6 +1,6 @@
 """Measurements on a trained model, jittable, per seed (the trainer vmaps them).
 
-Shape legend: B batch, L length, H heads, C classes.
+Shape legend: B batch, L length, D width, H heads, C classes.
 """
 
 import jax
@@ -48,18 +48,11 @@ def searchlight(model, tokens_BxL, labels_B, num_classes=2):
   return jax.tree.map(lambda *x: jnp.stack(x), *per_class)
 
 
-def margin_sensitivity(model, tokens_BxL, labels_B):
-  """How strongly the output margin logit_A - logit_B still feels the input
-  vector (token plus position embedding) at position 0: ||d margin / d e_0||,
-  mean over strings ('sensitivity'). The margin, unlike the loss, does not
-  vanish once the task is learned.
-
-  Raw norms depend on each model's embedding and logit scales, so beside it:
-  the same norm at the last filler position L-2 ('sensitivity_last', the
-  nearest position that carries nothing the answer needs) and their ratio
-  ('relative_sensitivity' = sensitivity / sensitivity_last), which those
-  scales cancel out of: above 1, position 0 reaches the output more strongly
-  than the position next to it."""
+def margin_gradient(model, tokens_BxL):
+  """d margin / d x for every input vector x (token plus position embedding)
+  of every string, margin = logit_A - logit_B: one backward pass. Returns
+  (grad_BxLxD, (logits_BxC, aux)). The margin, unlike the loss, does not
+  vanish once the task is learned."""
   x_BxLxD = model.embed(tokens_BxL)
 
   def total_margin(x_BxLxD):
@@ -67,8 +60,25 @@ def margin_sensitivity(model, tokens_BxL, labels_B):
     # Strings are independent: the gradient of the sum is each one's own.
     return jnp.sum(logits_BxC[:, 0] - logits_BxC[:, 1]), (logits_BxC, aux)
 
-  grad_BxLxD, (logits_BxC, aux) = jax.grad(total_margin, has_aux=True)(
-      x_BxLxD)
+  return jax.grad(total_margin, has_aux=True)(x_BxLxD)
+
+
+def margin_sensitivity(model, tokens_BxL, labels_B):
+  """How strongly the output margin logit_A - logit_B still feels the input
+  vector (token plus position embedding) at position 0: ||d margin / d e_0||,
+  mean over strings ('sensitivity').
+
+  Raw norms depend on each model's embedding and logit scales, so beside it:
+  the same norm at the last filler position L-2 ('sensitivity_last', the
+  nearest position that carries nothing the answer needs) and their ratio
+  ('relative_sensitivity' = sensitivity / sensitivity_last), which those
+  scales cancel out of: above 1, position 0 reaches the output more strongly
+  than the position next to it."""
+  return _sensitivities(*margin_gradient(model, tokens_BxL), labels_B)
+
+
+def _sensitivities(grad_BxLxD, outputs, labels_B):
+  logits_BxC, aux = outputs
   norms_BxL = jnp.linalg.norm(grad_BxLxD, axis=-1)
   first, last = norms_BxL[:, 0].mean(), norms_BxL[:, -2].mean()
   out = {'sensitivity': first, 'sensitivity_last': last,
@@ -77,6 +87,25 @@ def margin_sensitivity(model, tokens_BxL, labels_B):
   if 'attention' in aux:  # attention: the bridge's own coefficient
     out['pos0_mass'] = aux['attention'][-1][:, :, -1, 0].mean()
   return out
+
+
+def scaled_norm(x, axis=-1):
+  """||x|| along `axis` without squaring tiny values to 0: a float32
+  component under ~1e-19 squares below the smallest normal number, so the
+  plain norm of a gradient of 1e-25 reads 0. Scaled by the largest
+  component, the norm stays exact down to float32's own floor."""
+  scale = jnp.max(jnp.abs(x), axis=axis, keepdims=True)
+  unit = x / jnp.where(scale > 0, scale, 1.0)
+  return jnp.squeeze(scale, axis) * jnp.linalg.norm(unit, axis=axis)
+
+
+def margin_profile(model, tokens_BxL, labels_B):
+  """`margin_sensitivity`, and from the same backward pass the bridge along
+  the whole string: ||d margin / d x_t|| at every position t, mean over
+  strings ('profile', shape L; position 0 is 'sensitivity' again)."""
+  grad_BxLxD, outputs = margin_gradient(model, tokens_BxL)
+  return {**_sensitivities(grad_BxLxD, outputs, labels_B),
+          'profile': scaled_norm(grad_BxLxD).mean(axis=0)}
 
 
 def beam_ablation(model, tokens_BxL, labels_B, num_classes=2):

@@ -147,21 +147,45 @@ def mean_ci95(values, bounds=(0.0, 1.0)) -> tuple[float, float, float]:
   return mean, max(mean - half, lo), min(mean + half, hi)
 
 
-def decay_fits(lengths, values) -> dict:
-  """Least-squares fits of log(value) against L (exponential decay) and
-  against log L (power law), each with two parameters, so their residual
-  sums of squares compare directly. Returns the slopes, the residuals and
-  which fits better."""
-  L = np.asarray(lengths, float)
+def decay_fits(x, values) -> dict:
+  """Least-squares fits of log(value) against x (a length, or a distance
+  along one string: exponential decay) and against log x (power law), each
+  with two parameters, so their residual sums of squares compare directly.
+  Returns the slopes, the residuals and which fits better."""
+  x = np.asarray(x, float)
   y = np.log(np.maximum(np.asarray(values, float), 1e-300))
   out = {}
-  for name, x in (('exponential', L), ('power', np.log(L))):
-    coef, residual, *_ = np.polyfit(x, y, 1, full=True)
+  for name, t in (('exponential', x), ('power', np.log(x))):
+    coef, residual, *_ = np.polyfit(t, y, 1, full=True)
     out[name] = {'slope': float(coef[0]),
                  'rss': float(residual[0]) if residual.size else 0.0}
   out['better'] = ('exponential' if out['exponential']['rss']
                    < out['power']['rss'] else 'power')
   return out
+
+
+# A sensitivity at or below this is not fitted: float32's smallest normal
+# number is 1.2e-38, and a gradient that has come within a few orders of it
+# has lost digits (or flushed to 0) on the way back.
+FLOOR = 1e-30
+
+
+def profile_fits(values, *, floor: float = FLOOR, start: int = 1,
+                 min_points: int = 3) -> dict:
+  """`decay_fits` of a profile along one string, `values[d]` at distance d
+  from the output, over distances `start` (d = 0 is the query itself, log 0
+  has no power law) to the last of the unbroken run from `start` whose
+  values are finite and above `floor`: past the first that underflowed,
+  nothing further is trusted. Adds 'range' [first, last] distance and
+  'points'; with fewer than `min_points` of them, 'better' is None."""
+  v = np.asarray(values, float)
+  bad = ~(np.isfinite(v[start:]) & (v[start:] > floor))
+  stop = start + (int(np.argmax(bad)) if bad.any() else bad.size)
+  points = stop - start
+  out = {'range': [start, stop - 1], 'points': points}
+  if points < min_points:
+    return {**out, 'exponential': None, 'power': None, 'better': None}
+  return {**out, **decay_fits(np.arange(start, stop), v[start:stop])}
 
 
 def loglog_slope(x, y) -> float:

@@ -76,6 +76,13 @@ MUTANTS = {
     'price at widths: one fourfold doubling is enough': (
         'experiments/cost.py', 'start = (start or L) if r >= FOURFOLD else None',
         'start = start or (L if r >= FOURFOLD else None)'),
+    'along one string: the underflowed tail fitted': (
+        'src/stats.py', 'bad = ~(np.isfinite(v[start:]) & (v[start:] > floor))',
+        'bad = ~np.isfinite(v[start:])'),
+    'along one string: a rising exponential counts as dying away': (
+        'experiments/gradient.py', "return fit['better'] == 'exponential' "
+        "and fit['exponential']['slope'] < 0",
+        "return fit['better'] == 'exponential'"),
     'price at widths: the crossover as b / a': (
         'src/costs.py', "'crossover_length': float(a / b) if b > 0 else None",
         "'crossover_length': float(b / a) if b > 0 else None"),

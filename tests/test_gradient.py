@@ -9,7 +9,7 @@ from flax import nnx
 
 from experiments import gradient
 from src import experiment, models, probes, tasks
-from tests.helpers import assert_figure, run_ok, scalars
+from tests.helpers import assert_figure, read_csv, run_ok, scalars
 
 
 @pytest.mark.parametrize('name', ['attention', 'rnn', 'lstm'])
@@ -46,15 +46,46 @@ def test_sensitivity_matches_finite_differences(name):
   assert out['sensitivity_last'] == pytest.approx(last, rel=2e-2)
   assert out['relative_sensitivity'] == pytest.approx(expected / last,
                                                       rel=4e-2)
+  # Along the string, from the same backward pass: position 0 and L-2 are
+  # the sensitivities above.
+  profile = probes.margin_profile(model, tokens, labels)
+  assert profile['profile'].shape == (6,)
+  assert float(profile['profile'][0]) == pytest.approx(float(got), rel=1e-5)
+  assert float(profile['profile'][-2]) == pytest.approx(
+      float(out['sensitivity_last']), rel=1e-5)
+
+
+def test_scaled_norm_survives_what_squaring_underflows():
+  x = jnp.array([[3e-30, 4e-30], [0.0, 0.0], [3.0, 4.0]], jnp.float32)
+  assert np.asarray(jnp.linalg.norm(x[:1], axis=-1))[0] == 0  # the trap
+  np.testing.assert_allclose(probes.scaled_norm(x), [5e-30, 0.0, 5.0],
+                             rtol=1e-6)
 
 
 def test_end_to_end(tmp_path):
-  _, rows, summary = run_ok(tmp_path, 'gradient', '--models=attention,rnn',
-                           '--lengths=4,8', '--seeds=2', '--steps=20',
-                           '--chunk_steps=10', '--batch_size=16')
+  # The bridge length one of --lengths: no group more to train.
+  run, rows, summary = run_ok(tmp_path, 'gradient', '--models=attention,rnn',
+                              '--lengths=4,8', '--seeds=2', '--steps=20',
+                              '--chunk_steps=10', '--batch_size=16',
+                              '--bridge_length=8')
   assert list(rows[0]) == experiment.with_rates(
       gradient.COLUMNS)
   assert len(rows) == 2 * 2 * 2 * 2  # model, length, seed, phase
+  bridge = read_csv(run / 'bridge.csv')
+  assert list(bridge[0]) == experiment.with_rates(gradient.BRIDGE_COLUMNS)
+  assert len(bridge) == 2 * 2 * 2 * 8  # model, seed, phase, position
+  assert all(int(r['distance']) == 7 - int(r['position']) for r in bridge)
+  at_pos0 = {(r['model'], r['seed'], r['phase']): float(r['sensitivity'])
+             for r in bridge if r['position'] == '0'}
+  for r in rows:  # position 0 along the string is the sensitivity
+    if r['length'] == '8':
+      assert at_pos0[r['model'], r['seed'], r['phase']] == pytest.approx(
+          float(r['sensitivity']), rel=1e-5)
+  along = summary['models']['rnn']['bridge']['init']['fits_per_seed']
+  assert along['0']['range'][0] == 1 and along['0']['better'] in (
+      'exponential', 'power')
+  claim, = [c for c in summary['claims'] if 'along one string' in c['claim']]
+  assert claim['family'] == gradient.FAMILY and claim['length'] == 8
   assert {r['phase'] for r in rows} == {'init', 'trained'}
   assert all(r['pos0_mass'] for r in rows if r['model'] == 'attention')
   assert not any(r['pos0_mass'] for r in rows if r['model'] == 'rnn')

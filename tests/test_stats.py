@@ -120,3 +120,32 @@ def test_decay_fits_tell_exponential_from_power_law():
   power = stats.decay_fits(L, 3.0 / L)
   assert power['better'] == 'power'
   assert power['power']['slope'] == pytest.approx(-1.0)
+
+
+def _float32(v):  # as the probe measures it: float32, past its floor 0
+  return np.asarray(v, np.float32).astype(float)
+
+
+D = np.arange(200.0)  # distances along one string of L = 200
+with np.errstate(divide='ignore'):
+  HYPERBOLA = 3.0 / D
+
+
+@pytest.mark.parametrize('profile,better,slope,last', [
+    (0.8 ** D, 'exponential', math.log(0.8), 199),
+    (HYPERBOLA, 'power', -1.0, 199),  # d = 0 (1/0) is never fitted
+    # Underflowed: 0.6^d falls to 1e-30 at d = 135, float32 to 0 by 180.
+    (_float32(0.6 ** D), 'exponential', math.log(0.6), 135),
+    # A value past the floor ends the range, whatever follows.
+    (np.where(D == 50, 0.0, 0.8 ** D), 'exponential', math.log(0.8), 49),
+    (np.where(D == 20, np.nan, HYPERBOLA), 'power', -1.0, 19),
+    (np.where(D == 3, np.inf, 0.8 ** D), None, None, 2),  # 2 points: no fit
+])
+def test_profile_fits_along_one_string(profile, better, slope, last):
+  fit = stats.profile_fits(profile)
+  assert fit['range'] == [1, last] and fit['points'] == last
+  assert fit['better'] == better
+  if better:
+    assert fit[better]['slope'] == pytest.approx(slope, rel=1e-4)
+  else:
+    assert fit['exponential'] is None and fit['power'] is None

@@ -265,9 +265,19 @@ def test_one_class_gets_the_beam_in_either_direction(entropies, verdict):
 
 # -- gradient ------------------------------------------------------------------------------
 
-def gradient_summary(init, trained_rel, models=('attention', 'rnn')):
+def gradient_summary(init, trained_rel, models=('attention', 'rnn'),
+                     along=None):
+  """`along` {model: value(d, s)}: the profile along one string (L = 200)
+  of seed s at distance d, init and trained alike."""
   lengths = (5, 10, 20, 40, 80)
-  rows = []
+  rows, bridge = [], []
+  for m, value in (along or {}).items():
+    for s in range(SEEDS):
+      for phase in ('init', 'trained'):
+        bridge += [dict(model=m, length='200', seed=str(s), phase=phase,
+                        position=str(199 - d), distance=str(d),
+                        sensitivity=repr(float(value(d, s))))
+                   for d in range(200)]
   for m in models:
     for L in lengths:
       for s in range(SEEDS):
@@ -279,7 +289,7 @@ def gradient_summary(init, trained_rel, models=('attention', 'rnn')):
                            relative_sensitivity=str(rel)))
   config = dataclasses.replace(gradient.DEFAULTS, models=models,
                                lengths=lengths, seeds=SEEDS)
-  return gradient.summarize(config, rows)
+  return gradient.summarize(config, rows, {'bridge.csv': bridge})
 
 
 EXP = lambda L, s: 0.9 ** L
@@ -295,13 +305,55 @@ def test_decay_shape_per_seed(rnn_init, verdict):
   summary = gradient_summary({'attention': POWER, 'rnn': rnn_init},
                              {'attention': lambda L, s: 5.0,
                               'rnn': lambda L, s: 0.5})
-  claim, = by_claim(summary, 'dies away')
+  claim, = by_claim(summary, 'Across lengths')
   assert claim['verdict'] == verdict, claim['measured']
+  assert not by_claim(summary, 'along one string')  # no profile measured
   e = summary['models']['rnn']
   if rnn_init is EXP:
     assert e['init_factor_per_step'] == pytest.approx(0.9)
   assert summary['models']['attention']['init_loglog_slope'] == \
       pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize('rnn_along,verdict', [
+    (lambda d, s: 0.9 ** d, 'held'),
+    (lambda d, s: 3.0 / max(d, 1), 'did not hold'),
+    # 6 of 8 is not enough for an exact binomial test (p = 0.29).
+    (lambda d, s: 0.9 ** d if s < 6 else 3.0 / max(d, 1), 'inconclusive'),
+    (lambda d, s: 1.05 ** d, 'did not hold'),  # grows: not a decay
+    # Float32 underflow: 0.5^d is 0 past d = 149; fitted to d = 99 (1e-30).
+    (lambda d, s: np.float32(0.5 ** d), 'held'),
+])
+def test_decay_along_one_string(rnn_along, verdict):
+  summary = gradient_summary({'attention': POWER, 'rnn': EXP},
+                             {'attention': lambda L, s: 5.0,
+                              'rnn': lambda L, s: 0.5},
+                             along={'attention': lambda d, s: 1.0,
+                                    'rnn': rnn_along})
+  claim, = stats.judge_families(by_claim(summary, 'along one string'))
+  assert claim['verdict'] == verdict, claim['measured']
+  assert claim['family'] == gradient.FAMILY and claim['length'] == 200
+  assert by_claim(summary, 'Across lengths')  # the second view stays
+  fits = summary['models']['rnn']['bridge']['init']['fits_per_seed']
+  if verdict == 'held':
+    last = 99 if rnn_along(160, 0) == 0 else 199
+    assert all(f['range'] == [1, last] for f in fits.values())
+    factor = summary['models']['rnn']['bridge']['init']['factor_per_step']
+    assert np.median(list(factor.values())) == pytest.approx(
+        0.9 if last == 199 else 0.5, rel=1e-4)
+
+
+def test_decay_along_one_string_is_one_family():
+  """Two recurrent models, one family: Holm adjusts 2/256 to 4/256."""
+  exp = lambda d, s: 0.9 ** d
+  summary = gradient_summary(
+      {'attention': POWER, 'rnn': EXP, 'lstm': EXP},
+      {m: lambda L, s: 0.5 for m in ('attention', 'rnn', 'lstm')},
+      models=('attention', 'rnn', 'lstm'),
+      along={'attention': lambda d, s: 1.0, 'rnn': exp, 'lstm': exp})
+  judged = stats.judge_families(by_claim(summary, 'along one string'))
+  assert [c['verdict'] for c in judged] == ['held', 'held']
+  assert [c['p_adjusted'] for c in judged] == [pytest.approx(4 / 256)] * 2
 
 
 @pytest.mark.parametrize('att_rel,verdict', [
