@@ -95,7 +95,8 @@ def resolve(flags: Flags, experiments, argv, *,
   checkpoint_dir = storage.path(flags.checkpoint_dir or
                                 f'checkpoints/{flags.exp}')
   if check_paths:
-    rundir.check(workdir, checkpoint_dir, config, flags.overwrite)
+    rundir.check(workdir, checkpoint_dir, config, flags.overwrite,
+                 reads=experiments.fields(flags.exp))
     if flags.compilation_cache_dir:
       rundir.check_writable('compilation_cache_dir',
                             storage.path(flags.compilation_cache_dir))

@@ -49,15 +49,21 @@ def stored_config(workdir) -> dict | None:
     return None
 
 
-def check(workdir, checkpoint_dir, config: Config, overwrite: bool) -> None:
-  """Refuses unusable paths and a workdir that holds a different run."""
+def check(workdir, checkpoint_dir, config: Config, overwrite: bool,
+          reads=None) -> None:
+  """Refuses unusable paths and a workdir that holds a different run: one
+  whose config differs in a field that defines results and that the
+  experiment `reads` (its FIELDS; None: every field). A field it does not
+  read cannot have changed its results, so a field added to Config later
+  does not stop an older run from resuming."""
   check_writable('workdir', workdir)
   check_writable('checkpoint_dir', checkpoint_dir)
   stored = stored_config(workdir)
   if stored is None or overwrite:
     return
   wanted = json.loads(json.dumps(config.to_json()))
-  run_fields = config.run_fields()
+  run_fields = [k for k in config.run_fields()
+                if reads is None or k in ('exp', 'quick', *reads)]
   diffs = [f'{k}: {stored.get(k)!r} there, {wanted[k]!r} now'
            for k in run_fields if stored.get(k) != wanted[k]]
   if diffs:

@@ -133,3 +133,22 @@ def test_unreachable_bucket_exits_2_naming_the_flag(tmp_path, flag):
     assert 'no answer within 3 s' in line or 'cannot be reached' in line
   assert not list(tmp_path.iterdir())  # nothing local, neither folder
   assert not (ROOT / 'gs:').exists()
+
+
+def test_a_field_the_experiment_does_not_read_does_not_stop_a_resume(
+    tmp_path):
+  """A run stored before a field existed (here: `bridge_length`, which
+  induction does not read) resumes; a difference in a field it reads is
+  refused."""
+  workdir, ckpt = storage.path(tmp_path / 'run'), storage.path(tmp_path / 'c')
+  workdir.mkdir()
+  stored = Config(exp='induction').to_json()
+  del stored['bridge_length']
+  (workdir / rundir.CONFIG_FILE).write_text(json.dumps({'config': stored}))
+  reads = ('vocab', 'steps')
+  rundir.check(workdir, ckpt, Config(exp='induction'), False, reads=reads)
+  with pytest.raises(ConfigError, match='bridge_length: None there'):
+    rundir.check(workdir, ckpt, Config(exp='induction'), False)
+  with pytest.raises(ConfigError, match='vocab: 16 there, 8 now'):
+    rundir.check(workdir, ckpt, Config(exp='induction', vocab=8), False,
+                 reads=reads)
