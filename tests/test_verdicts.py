@@ -8,7 +8,7 @@ import pytest
 
 from experiments import (attention, budget, cost, distance, gating, gradient,
                          heads, induction)
-from src import claims, stats
+from src import claims, experiment, stats
 
 SEEDS = 8
 
@@ -225,6 +225,17 @@ def test_wall_limit_is_off_the_knife_edge(solving_20):
 def test_wall_needs_two_budgets():
   claim = budget_case(upto(10), upto(10), 0.69, 0.69, budgets=(100,))
   assert claim['verdict'] == 'inconclusive', claim['measured']
+
+
+def test_wall_seeds_needed_and_the_default():
+  """0.2 needs 14 stuck seeds; L* may leave 5 of 19 (or 20) solving it, 4
+  of 18: 19 seeds is the fewest that always leave 14 stuck."""
+  assert claims.wall_seeds_needed(0.2) == 19
+  assert budget.DEFAULTS.seeds >= claims.wall_seeds_needed()
+  assert experiment.power_warning(budget, budget.DEFAULTS) is None
+  weak = experiment.power_warning(
+      budget, dataclasses.replace(budget.DEFAULTS, seeds=8))
+  assert 'needs --seeds >= 19' in weak, weak
 
 
 def test_wall_loss_is_the_stuck_seeds_loss():
