@@ -182,7 +182,8 @@ def power_warning(module, config) -> str | None:
   """One line when a planned test (`module.planned_tests(config)`: (family,
   seeds, alternative) each) cannot say held or did not hold whatever the
   data: within a family of m tests, Holm's best case is m times the smallest
-  p its seeds allow. None when every test can."""
+  p its seeds allow; and a line for each of `module.power_warnings(config)`.
+  None when every test can."""
   planned = getattr(module, 'planned_tests', lambda config: [])(config)
   families = {}
   for family, n, alternative in planned:
@@ -197,11 +198,16 @@ def power_warning(module, config) -> str | None:
         weak.append(f'"{family}" ({m} test{"s" if m > 1 else ""} on {n} '
                     f'seeds: at best p = {m * stats.smallest_p(n, alternative):.3f}'
                     f' after Holm; needs --seeds >= {need})')
-  if not weak:
+  # Bounds whose power rests on data the run has not seen yet (a wall's
+  # stuck seeds): the module says, in its own words.
+  more = getattr(module, 'power_warnings', lambda config: [])(config)
+  if not weak and not more:
     return None
-  return ('warning: underpowered: these tests cannot reach p < '
-          f'{stats.ALPHA} whatever the data, and will read "inconclusive '
-          '(underpowered)": ' + '; '.join(weak))
+  return '\n'.join(
+      ([f'warning: underpowered: these tests cannot reach p < '
+        f'{stats.ALPHA} whatever the data, and will read "inconclusive '
+        '(underpowered)": ' + '; '.join(weak)] if weak else [])
+      + [f'warning: underpowered: {line}' for line in more])
 
 
 # -- the runner -------------------------------------------------------------------

@@ -78,6 +78,42 @@ def binomial(k: int, n: int, p: float = 0.5,
   return float(sps.binomtest(int(k), int(n), p, alternative=alternative).pvalue)
 
 
+def rate_upper_bound(k: int, n: int, confidence: float = 0.95) -> float:
+  """Exact (Clopper-Pearson) one-sided upper confidence bound on a rate
+  with k events in n independent trials: the rate at which k or fewer
+  would happen with probability 1 - confidence. 1 - (1 - confidence)^(1/n)
+  for k = 0; 1 for k = n or n = 0 (nothing bounds it)."""
+  if n == 0 or k >= n:
+    return 1.0
+  return float(sps.beta.ppf(confidence, k + 1, n - k))
+
+
+def rate_below(k: int, n: int, rate: float) -> float:
+  """p of the exact one-sided binomial test that the rate is below `rate`
+  (k events in n): P(k or fewer | rate). p < alpha exactly when
+  rate_upper_bound(k, n, 1 - alpha) < rate; 1 for n = 0."""
+  return float(sps.binom.cdf(k, n, rate)) if n else 1.0
+
+
+def trials_needed(rate: float, alpha: float = ALPHA) -> int:
+  """The fewest trials whose one-sided bound can fall below `rate` at all
+  (no event in any): the smallest n with (1 - rate)^n < alpha."""
+  return math.floor(math.log(alpha) / math.log(1 - rate)) + 1
+
+
+def fewer_than_half(k: int, n: int, alpha: float = ALPHA) -> bool:
+  """k of n is significantly fewer than half (exact one-sided binomial
+  test against 1/2, p < alpha)."""
+  return n > 0 and binomial(k, n, 0.5, 'less') < alpha
+
+
+def most_below_half(n: int, alpha: float = ALPHA) -> int:
+  """The largest k that fewer_than_half(k, n) accepts (-1: none, n < 5 at
+  alpha 0.05)."""
+  return max((k for k in range(n + 1) if fewer_than_half(k, n, alpha)),
+             default=-1)
+
+
 # -- paired comparisons --------------------------------------------------------------
 
 def sign_test(x, y, alternative: str = 'two-sided') -> dict:

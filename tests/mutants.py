@@ -54,6 +54,26 @@ MUTANTS = {
     'power: the underpowered check dropped': (
         'src/stats.py', "      if size * c['p_min'] >= alpha:",
         '      if False:'),
+    'wall: L* back on the knife edge (fewer than half)': (
+        'src/stats.py', "return n > 0 and binomial(k, n, 0.5, 'less') < alpha",
+        'return 2 * k < n'),
+    'wall: the bound two-sided (97.5%), not one-sided': (
+        'src/stats.py', 'sps.beta.ppf(confidence, k + 1, n - k)',
+        'sps.beta.ppf((1 + confidence) / 2, k + 1, n - k)'),
+    'wall: held without the bound': (
+        'src/claims.py', "elif escape['p'] < stats.ALPHA and flat:",
+        'elif flat:'),
+    'wall: the underpowered check dropped': (
+        'src/claims.py',
+        'elif stats.rate_below(0, n, max_escape) >= stats.ALPHA:',
+        'elif False:'),
+    'wall: escapes counted over every seed, not the stuck ones': (
+        'src/claims.py',
+        'k = sum(stats.solved(large[model, length][s]) for s in stuck)',
+        'k = sum(stats.solved(large[model, length][s]) for s in seeds)'),
+    'wall: seeds needed as if every seed were stuck': (
+        'src/claims.py', 'if n - stats.most_below_half(n) >= need)',
+        'if n >= need)'),
     'trained out: a still-falling loss accepted': (
         'src/claims.py', "'flat': not seeds or bool(np.isfinite(fall) and "
         "fall < FLAT)", "'flat': True"),

@@ -105,6 +105,35 @@ def test_fisher_and_binomial_match_scipy():
   assert stats.binomial(0, 0) == 1.0
 
 
+@pytest.mark.parametrize('k,n,bound', [
+    (0, 8, 1 - 0.05 ** (1 / 8)),  # 0.312: eight stuck seeds bound little
+    (0, 14, 1 - 0.05 ** (1 / 14)),  # 0.193: the fewest below 0.2
+    (0, 20, 0.1391),
+    (1, 30, 0.1486),  # one escape in 30 can still clear 0.2
+    (6, 8, 0.9536),
+    (8, 8, 1.0), (0, 0, 1.0),  # nothing bounds it
+])
+def test_rate_upper_bound_is_clopper_pearson(k, n, bound):
+  """One-sided 95% = the upper end of the two-sided 90% exact interval."""
+  assert stats.rate_upper_bound(k, n) == pytest.approx(bound, abs=1e-4)
+  if 0 < n and k < n:
+    assert stats.rate_upper_bound(k, n) == pytest.approx(sps.binomtest(
+        k, n).proportion_ci(0.90, method='exact').high)
+    # the bound and the test agree: below 0.2 exactly when p < 0.05
+    assert (stats.rate_upper_bound(k, n) < 0.2) == (
+        stats.rate_below(k, n, 0.2) < 0.05)
+
+
+def test_trials_needed_and_fewer_than_half():
+  assert stats.trials_needed(0.2) == 14  # 0.8^14 = 0.044, 0.8^13 = 0.055
+  assert stats.trials_needed(0.25) == 11
+  assert stats.rate_below(0, 14, 0.2) == pytest.approx(0.8 ** 14)
+  # fewer than half, significantly: 1 of 8 (p = 9/256), not 2 of 8 (37/256)
+  assert [stats.most_below_half(n) for n in (4, 5, 8, 16, 19, 20)] == \
+      [-1, 0, 1, 4, 5, 5]
+  assert stats.fewer_than_half(5, 20) and not stats.fewer_than_half(6, 20)
+
+
 @pytest.mark.parametrize('k,n,verdict', [
     (8, 8, 'held'), (0, 8, 'did not hold'), (3, 8, 'held in 3 of 8 seeds'),
     (0, 0, 'inconclusive')])
