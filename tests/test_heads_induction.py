@@ -113,13 +113,12 @@ def test_induction_end_to_end(tmp_path):
     ('mamba', True), ('lru', True), ('lstm', True), ('attention', False),
     ('linear_attention', False)])
 def test_which_models_read_longer_strings(name, any_length):
-  kwargs = dict(vocab_size=17, length=8, d_model=16, num_classes=16,
+  kwargs = dict(vocab_size=17, length=4, d_model=8, num_classes=16,
                 num_heads=1, num_layers=2)
+  # (That such a model reads longer strings: the LSTM's extrapolation.csv
+  # rows in the end-to-end test; Mamba and the LRU at several lengths of one
+  # model in tests/test_linear.py.)
   assert models.takes_any_length(name, **kwargs) is any_length
-  if any_length:  # the model built at L=8 reads a string of 32
-    model = models.make_model(name, rngs=nnx.Rngs(0), **kwargs)
-    tokens, _ = tasks.trigger_induction_batch(jax.random.key(0), 3, 32, 16)
-    assert model(tokens)[0].shape == (3, 16)
 
 
 def test_the_trigger_task_is_the_groups_task():
