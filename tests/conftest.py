@@ -22,7 +22,7 @@ def pytest_configure(config):
     config._searchlight_cache_owner = True
   import jax
   jax.config.update('jax_compilation_cache_dir', os.environ[CACHE])
-  jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.2)
+  jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)
 
 
 def pytest_unconfigure(config):

@@ -1,11 +1,16 @@
 """Runs `run.py` once per argument list, each in a process forked from this
-one after it has imported `run.py` (jax, flax, orbax: seconds), so that a
-test of many refusals pays the imports once. Each child is a real process
-as `tests/helpers.run_py` starts one: its own flags, exit status, stdout and
-stderr.
+one after it has imported `run.py` and every experiment (jax, flax, orbax,
+scipy, matplotlib: about 4 s), so that the tests pay the imports once. Each
+child is a real process as `tests/helpers.run_py` starts one: its own flags,
+exit status, stdout and stderr; it starts its own JAX backend (this process
+never does, and holds no thread but its main one when it forks).
 
   python tests/forked_run.py CASES.json OUT.json
 CASES.json: [[arg, ...], ...]; OUT.json: [{returncode, stdout, stderr}, ...].
+
+  python tests/forked_run.py --serve
+reads one JSON argument list per line on stdin and answers each with one
+JSON line {returncode, stdout, stderr} on stdout, until stdin closes.
 """
 
 import json
@@ -22,9 +27,17 @@ def run_case(args: list[str]) -> dict:
   with tempfile.TemporaryFile('w+') as out, tempfile.TemporaryFile('w+') as err:
     pid = os.fork()
     if pid == 0:  # the child: run.py with these arguments, then exit
+      os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
       os.dup2(out.fileno(), 1)
       os.dup2(err.fileno(), 2)
       sys.argv = [os.path.join(ROOT, 'run.py'), *args]
+      # As if run.py were the main program: its docstring and its flags
+      # (absl files them under the defining module) are what --help shows.
+      sys.modules['__main__'] = run
+      for by_module in (app.FLAGS.flags_by_module_dict(),
+                        app.FLAGS.key_flags_by_module_dict()):
+        if 'run' in by_module:
+          by_module[sys.argv[0]] = by_module.pop('run')
       code = 1
       try:
         app.run(run.main, flags_parser=run.parse_flags)
@@ -46,6 +59,14 @@ def run_case(args: list[str]) -> dict:
             'stdout': out.read(), 'stderr': err.read()}
 
 
+def serve():
+  """One case per line of stdin, one answer per line of stdout."""
+  answers = os.fdopen(os.dup(1), 'w')
+  for line in sys.stdin:
+    answers.write(json.dumps(run_case(json.loads(line))) + '\n')
+    answers.flush()
+
+
 def main():
   sys.path.insert(0, ROOT)
   os.chdir(ROOT)
@@ -53,6 +74,12 @@ def main():
   import experiments
   for name in experiments.EXPERIMENTS:
     experiments.load(name)
+  import matplotlib
+  matplotlib.use('Agg')
+  import matplotlib.pyplot  # noqa: F401  (every run draws its figures)
+  import scipy.stats  # noqa: F401  (and judges its claims)
+  if sys.argv[1:] == ['--serve']:
+    return serve()
   with open(sys.argv[1]) as f:
     cases = json.load(f)
   results = [run_case(args) for args in cases]

@@ -26,11 +26,62 @@ def cached(args) -> list:
 
 
 def run_py(*args, env=None, timeout=300, **kwargs):
+  """`python run.py ARGS` as a user runs it: exit status, stdout, stderr.
+  Without an environment of its own, the process is forked from this test
+  process's server (`forked_run.py --serve`, the imports paid once); with
+  one (variables JAX reads when imported among them), started afresh."""
+  if env is None and not kwargs:
+    return _server().run(cached(args), timeout)
+  return run_py_alone(*args, env=env, timeout=timeout, **kwargs)
+
+
+def run_py_alone(*args, env=None, timeout=300, **kwargs):
+  """`python run.py ARGS` in a process started afresh."""
   full_env = dict(os.environ, JAX_PLATFORMS='cpu', **(env or {}))
   return subprocess.run([sys.executable, str(ROOT / 'run.py'),
                          *cached(args)],
                         capture_output=True, text=True, cwd=ROOT,
                         env=full_env, timeout=timeout, **kwargs)
+
+
+class _ForkServer:
+  """tests/forked_run.py --serve: one JSON line per case each way."""
+
+  def __init__(self):
+    self.proc = subprocess.Popen(
+        [sys.executable, str(ROOT / 'tests' / 'forked_run.py'), '--serve'],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        env=dict(os.environ, JAX_PLATFORMS='cpu'))
+
+  def run(self, args, timeout):
+    import select
+    self.proc.stdin.write(json.dumps([str(a) for a in args]) + '\n')
+    self.proc.stdin.flush()
+    ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+    if not ready:  # a case that hangs: no answer will come
+      self.close()
+      raise subprocess.TimeoutExpired(args, timeout)
+    line = self.proc.stdout.readline()
+    assert line, f'the fork server died (exit {self.proc.wait()})'
+    return subprocess.CompletedProcess(args, **json.loads(line))
+
+  def close(self):
+    global _SERVER
+    _SERVER = None
+    self.proc.kill()
+    self.proc.wait()
+
+
+_SERVER = None
+
+
+def _server() -> _ForkServer:
+  global _SERVER
+  if _SERVER is None or _SERVER.proc.poll() is not None:
+    _SERVER = _ForkServer()
+    import atexit
+    atexit.register(lambda s=_SERVER: s.proc.poll() is None and s.close())
+  return _SERVER
 
 
 def run_py_forked(cases, *, timeout=300):

@@ -3,7 +3,7 @@
 import pytest
 
 from src import models
-from tests.helpers import run_py, run_py_forked
+from tests.helpers import run_py, run_py_alone, run_py_forked
 
 CASES = [
     (['--exp=nope'], '--exp', 'distance'),
@@ -61,10 +61,11 @@ def test_a_forked_case_is_the_process_run_py_starts(tmp_path):
   """The forked runner changes nothing a case sees."""
   args = ['--lengths=10,abc', f'--workdir={tmp_path}/run',
           f'--checkpoint_dir={tmp_path}/ckpt']
-  forked, = run_py_forked([args])
-  alone = run_py(*args)
-  assert (forked.returncode, forked.stdout, forked.stderr) == (
-      alone.returncode, alone.stdout, alone.stderr)
+  for case in (args, ['--help']):
+    forked, = run_py_forked([case])
+    alone = run_py_alone(*case)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (
+        alone.returncode, alone.stdout, alone.stderr)
 
 
 @pytest.mark.parametrize('args,flag,accepted', CASES,

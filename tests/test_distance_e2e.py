@@ -163,7 +163,7 @@ def test_decoys_are_a_task_of_their_own(tmp_path):
   """--decoys: the groups train on the variant (their recipe says so) and
   every claim names it."""
   proc = run_py('--exp=distance', f'--workdir={tmp_path}/run',
-                f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention,rnn',
+                f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention',
                 '--lengths=5', '--seeds=2', '--steps=20', '--chunk_steps=10',
                 '--batch_size=16', '--eval_examples=64', '--decoys=0.25')
   assert proc.returncode == 0, proc.stderr[-3000:]

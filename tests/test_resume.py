@@ -15,7 +15,8 @@ import pytest
 from experiments import distance
 from tests.helpers import ROOT, read_csv, run_py, scalars
 
-FLAGS = ['--models=attention,rnn', '--lengths=3,6', '--seeds=2',
+# One length: two groups, each resumed, killed or damaged on its own.
+FLAGS = ['--models=attention,rnn', '--lengths=6', '--seeds=2',
          '--steps=60', '--chunk_steps=10', '--checkpoint_every=20',
          '--batch_size=16', '--eval_examples=64']
 
@@ -24,6 +25,13 @@ def values(path):
   """results.csv without the timing columns, the only ones a rerun changes."""
   return [{k: v for k, v in row.items() if k not in distance.TIMING_COLUMNS}
           for row in read_csv(path)]
+
+
+def finished(root):
+  """The (model, length) groups with rows in root's results.csv."""
+  path = root / 'run/results.csv'
+  return ({(r['model'], r['length']) for r in read_csv(path)}
+          if path.exists() else set())
 
 
 def launch(root, *extra, env=None):
@@ -41,12 +49,11 @@ def reference(tmp_path_factory):
 
 def test_sigkill_mid_group_resumes_to_identical_results(reference, tmp_path):
   """Also the determinism check: two processes, the same values."""
-  # Die after step 50 of the second group: its last checkpoint is step 40,
+  # Die after step 50 of the first group: its last checkpoint is step 40,
   # and TensorBoard already holds events for steps 41..50.
   proc = launch(tmp_path, env={'SEARCHLIGHT_FAULT_KILL_AT': 'attention_L006@50'})
   assert proc.returncode == -signal.SIGKILL
-  rows = read_csv(tmp_path / 'run/results.csv')
-  assert {(r['model'], r['length']) for r in rows} == {('attention', '3')}
+  assert finished(tmp_path) == set()
   assert sorted(os.listdir(tmp_path / 'ckpt/attention_L006')) == ['20', '40']
 
   proc = launch(tmp_path)
@@ -72,9 +79,10 @@ def test_finished_run_is_not_redone(reference):
 
 
 def test_damaged_latest_checkpoint_falls_back(reference, tmp_path):
-  proc = launch(tmp_path, env={'SEARCHLIGHT_FAULT_KILL_AT': 'rnn_L003@50'})
+  proc = launch(tmp_path, env={'SEARCHLIGHT_FAULT_KILL_AT': 'rnn_L006@50'})
   assert proc.returncode == -signal.SIGKILL
-  latest = tmp_path / 'ckpt/rnn_L003/40'
+  assert finished(tmp_path) == {('attention', '6')}  # the group before: kept
+  latest = tmp_path / 'ckpt/rnn_L006/40'
   data = [p for p in latest.rglob('*') if p.is_file() and 'state' in p.parts
           and p.stat().st_size > 200]
   assert data
@@ -88,7 +96,7 @@ def test_damaged_latest_checkpoint_falls_back(reference, tmp_path):
   assert 'checkpoint' in proc.stdout and 'damaged' in proc.stdout
   assert 'resuming from step 20' in proc.stdout
   # Moved aside, not deleted: the damaged bytes are all still there.
-  aside = tmp_path / 'ckpt/rnn_L003/40.bad'
+  aside = tmp_path / 'ckpt/rnn_L006/40.bad'
   assert f'moved aside to {aside}' in proc.stdout
   assert {p: (aside / p).read_bytes() for p in garbled} == garbled
   assert 'Traceback' not in proc.stdout + proc.stderr
