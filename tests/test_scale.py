@@ -26,7 +26,7 @@ FLAGS = ['--exp=distance', '--models=attention,lstm', '--lengths=4', '--seeds=3'
 def single_process(tmp_path, devices):
   proc = run_py(*FLAGS, f'--workdir={tmp_path}/d{devices}',
                 f'--checkpoint_dir={tmp_path}/d{devices}_ckpt',
-                env={'JAX_NUM_CPU_DEVICES': str(devices)})
+                f'--cpu_devices={devices}')
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert f'{devices} cpu device(s) in 1 process(es)' in proc.stdout
   return values(tmp_path / f'd{devices}/results.csv')
