@@ -12,7 +12,9 @@ An experiment (`experiments/<name>.py`) is a module that supplies
   summarize(config, rows)              aggregates and claims: summary.json
   figure(config, summary, rows, extra, folder, writer)   its figures
       (extra: what `keep` kept per group name, or a cells experiment's
-      context; a `tables` keyword, if it takes one, gets TABLES' rows)
+      context; both functions get, as keywords, what else of the runner's
+      they name: `tables` (TABLES' rows), `curves` (curves.csv's rows),
+      `learning_rates`, and for summarize `kept` or `context`)
 
 and, where it needs them,
 
@@ -37,7 +39,7 @@ or, for a measurement that trains nothing (cost, throughput), `cells(config)`
 and `measure_cell(cell, config, context)` in place of groups, measure and
 rows, with `context(config)` made once before the cells and `after(config,
 rows, context, progress)` once after them (`after_work(config)`: its share
-of the ETA); `summarize` may ask for `context` by name.
+of the ETA).
 
 The runner, in one place and in this order: skips what is finished (a group
 whose rows are in results.csv is never redone), builds each ensemble from
@@ -452,13 +454,18 @@ def _run_cells(module, config, run_dir, stop) -> dict:
   return finish(module, config, run_dir, results.rows, context=context)
 
 
+def asked(fn, available: dict) -> dict:
+  """The entries of `available` that `fn` names as parameters: what an
+  experiment's summarize or figure asks of the runner."""
+  names = inspect.signature(fn).parameters
+  return {k: v for k, v in available.items() if k in names}
+
+
 def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
   """Summary (with the training time the rows record), summary.json, the
   figures and the config in TensorBoard, the table and the claims."""
-  summarize = module.summarize
-  wanted = inspect.signature(summarize).parameters
-  summary = summarize(config, rows, **{k: v for k, v in available.items()
-                                       if k in wanted})
+  summary = module.summarize(config, rows, **asked(module.summarize,
+                                                   available))
   if 'learning_rates' in available:
     summary['learning_rates'] = available['learning_rates']
   if 'claims' in summary:  # tested claims: Holm within each family
@@ -469,8 +476,8 @@ def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
   if 'wall_s' in module.COLUMNS and not hasattr(module, 'cells'):
     summary.update(training_time(module, config, rows))
   extra = available.get('kept', available.get('context', {}))
-  more = {'tables': available['tables']} if 'tables' in available and (
-      'tables' in inspect.signature(module.figure).parameters) else {}
+  more = asked(module.figure, {k: v for k, v in available.items()
+                               if k not in ('kept', 'context')})
   record.publish(run_dir, config, summary, lambda writer: module.figure(
       config, summary, rows, extra, run_dir.path, writer, **more),
                  fields=module.FIELDS)
