@@ -22,9 +22,8 @@ def pytest_configure(config):
   if CACHE not in os.environ:
     os.environ[CACHE] = tempfile.mkdtemp(prefix='searchlight-xla-cache-')
     config._searchlight_cache_owner = True
-  import jax
-  jax.config.update('jax_compilation_cache_dir', os.environ[CACHE])
-  jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)
+  from src import launch
+  launch.use_compilation_cache(os.environ[CACHE])
 
 
 # The files in the order the two workers take them (`--dist loadfile`): the
