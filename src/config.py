@@ -135,6 +135,11 @@ class Config:
     return self.learning_rates or (self.learning_rate,)
 
   @property
+  def members(self) -> int:
+    """A group's ensemble members: every (seed, learning rate) pair."""
+    return self.seeds * len(self.rates)
+
+  @property
   def horizon(self) -> int:
     """Chrono's T_max: --chrono_horizon, else the longest of --lengths."""
     return self.chrono_horizon or max(self.lengths)
@@ -296,10 +301,11 @@ def parse(defaults: Config, raw: dict, *, models=None,
 # -- resources ------------------------------------------------------------------
 
 def estimate_bytes(config: Config) -> int:
-  """A rough estimate of the largest group's live memory over all seeds: the
-  activations a training step keeps for its backward pass, or the forward
-  pass of an evaluation chunk, whichever is larger (float32). Each model's
-  registry entry says what it keeps per string."""
+  """A rough estimate of the largest group's live memory over all its
+  members (seeds x learning rates): the activations a training step keeps
+  for its backward pass, or the forward pass of an evaluation chunk,
+  whichever is larger (float32). Each model's registry entry says what it
+  keeps per string."""
   from src import train as train_lib  # deferred: it imports jax
   strings = max(2 * config.batch_size,
                 min(config.eval_examples, train_lib.EVAL_CHUNK))
@@ -310,7 +316,7 @@ def estimate_bytes(config: Config) -> int:
       per_string = activations(L, config.d_model, config.num_heads,
                                config.num_layers)
       worst = max(worst, per_string * strings)
-  return int(4 * config.seeds * worst)
+  return int(4 * config.members * worst)
 
 
 def available_bytes() -> int:
@@ -326,7 +332,8 @@ def available_bytes() -> int:
 def check_memory(config: Config, estimate=estimate_bytes) -> None:
   need, have = estimate(config), available_bytes()
   if need > 0.8 * have:
+    grid = '/--learning_rates' if len(config.rates) > 1 else ''
     raise ConfigError(
-        f'--lengths/--seeds/--batch_size/--eval_examples: the largest group '
-        f'needs about {need / 2**30:.1f} GiB, more than 80% of the '
+        f'--lengths/--seeds{grid}/--batch_size/--eval_examples: the largest '
+        f'group needs about {need / 2**30:.1f} GiB, more than 80% of the '
         f'{have / 2**30:.1f} GiB available; lower them')

@@ -3,12 +3,15 @@ ensemble axis paired by seed, each group is judged at its selected rate, a
 failure must be trained out, tests are Holm-adjusted within their family and
 an underpowered test says so."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
+import experiments
 from src import claims, experiment, stats
+from src import config as config_lib
 from tests.helpers import read_csv, run_py
 from tests.test_verdicts import distance_summary, upto
 
@@ -182,3 +185,15 @@ def test_a_blocked_failure_stays_inconclusive():
   out, = stats.judge_families([a_test(2 / 256, direction='did not hold',
                                       blocked=True)])
   assert out['verdict'] == 'inconclusive'
+
+
+def test_the_memory_check_counts_every_rate_of_the_grid():
+  # A grid of three rates trains three times the members of one rate: the
+  # memory check (run before anything is written) must see them all.
+  for name in ('distance', 'recall'):
+    module = experiments.load(name)
+    estimate = getattr(module, 'estimate_bytes', config_lib.estimate_bytes)
+    one = dataclasses.replace(module.DEFAULTS, learning_rates=())
+    three = dataclasses.replace(one, learning_rates=(1e-3, 3e-3, 1e-2))
+    assert three.members == 3 * one.members == 3 * one.seeds
+    assert estimate(three) == 3 * estimate(one)
