@@ -67,7 +67,7 @@ QUICK = dataclasses.replace(
 accepts = lambda spec: spec.state_floats is not None and spec.sequence_outputs
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'num_heads', 'num_layers', 'chrono_horizon',
+          'learning_rate', 'learning_rates', 'num_heads', 'num_layers', 'chrono_horizon',
           'pairs', 'widths', 'vocab', 'eval_examples', 'chunk_steps',
           'checkpoint_every')
 SECTION, FIGURE = '10. The summary that fills up (recall)', 'recall.png'
@@ -120,7 +120,7 @@ def estimate_bytes(config: Config) -> int:
   from src import config as config_lib
   check(config)
   values = tasks_lib.recall_vocab(config.vocab)[0]
-  logits = 2 * 4 * config.seeds * max(2 * config.batch_size, 256) * max(
+  logits = 2 * 4 * config.members * max(2 * config.batch_size, 256) * max(
       config.lengths) * values
   return logits + config_lib.estimate_bytes(
       dataclasses.replace(config, d_model=max(config.widths)))

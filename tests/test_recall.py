@@ -203,12 +203,21 @@ def test_bad_grid_is_one_line_naming_the_flag():
 
 
 def test_recall_end_to_end(tmp_path):
-  # One model, one group: the claim rules are tested on tables above.
-  _, rows, summary = run_ok(
+  # One model, one group, on the tuning axis (two rates, the better one
+  # selected on validation strings): the claim rules are tested on tables
+  # above.
+  _, every, summary = run_ok(
       tmp_path, 'recall', '--models=attention', '--lengths=8', '--pairs=2',
       '--widths=8', '--vocab=9', '--seeds=2', '--steps=10',
-      '--chunk_steps=10', '--batch_size=8', '--eval_examples=32')
-  assert set(recall.COLUMNS) <= set(rows[0])  # and the runner's rate columns
+      '--chunk_steps=10', '--batch_size=8', '--eval_examples=32',
+      '--learning_rates=1e-3,1e-2')
+  assert set(recall.COLUMNS) <= set(every[0])  # and the runner's rate columns
+  assert sorted(r['learning_rate'] for r in every) == ['0.001'] * 2 + [
+      '0.01'] * 2
+  rows = [r for r in every if r['selected'] == '1']
+  [picked] = summary['learning_rates']['selected'].values()
+  assert {float(r['learning_rate']) for r in rows} == {
+      picked['learning_rate']}
   assert [(r['num_pairs'], r['d_model'], r['seed']) for r in rows] == [
       ('2', '8', '0'), ('2', '8', '1')]
   # Keys and values of 2 layers at every position of L=8, width 8.
