@@ -1,7 +1,8 @@
 """The whole lesson in one command: every experiment, then REPORT.md.
 
-Command: `python run.py --exp=all` (about 50 minutes on a 2-core CPU), or
-`python run.py --exp=all --quick` for a first look (about 10 minutes).
+Command: `python run.py --exp=all` (about two hours on a 2-core CPU: 114
+minutes before recall on 2026-12-01), or `python run.py --exp=all --quick`
+for a first look (about 11 minutes).
 Runs the parts in RUNS (every experiment but throughput, and distance and
 induction once more for the linear recurrences), each as its own `run.py`
 process in a sub-workdir (`<workdir>/<name>`, checkpoints in

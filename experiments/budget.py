@@ -145,6 +145,8 @@ def plot(config, summary, path, writer=None):
                  np.full(len(crit), -0.06 - 0.04 * i), marker='|', s=60,
                  color=plt.cm.viridis(i / max(len(budgets) - 1, 1)))
     ax.set_xscale('log')
+    ax.set_xticks(lengths, [str(L) for L in lengths])
+    ax.minorticks_off()
     ax.set_title(f'{model}', fontsize=9, color=models_lib.get(model).color)
     ax.set_xlabel('length L')
     ax.set_ylim(-0.1 - 0.04 * len(budgets), 1.05)
