@@ -67,9 +67,9 @@ QUICK = dataclasses.replace(
 accepts = lambda spec: spec.state_floats is not None and spec.sequence_outputs
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'learning_rates', 'num_heads', 'num_layers', 'chrono_horizon',
-          'pairs', 'widths', 'vocab', 'eval_examples', 'chunk_steps',
-          'checkpoint_every')
+          'learning_rate', 'learning_rates', 'num_heads', 'num_layers',
+          'chrono_horizon', 'pairs', 'widths', 'vocab', 'eval_examples',
+          'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '10. The summary that fills up (recall)', 'recall.png'
 COLUMNS = ['model', 'length', 'num_pairs', 'd_model', 'num_layers', 'seed',
            'accuracy', 'loss', 'state_floats', 'steps', 'wall_s',
