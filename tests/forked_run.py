@@ -9,8 +9,12 @@ never does, and holds no thread but its main one when it forks).
 CASES.json: [[arg, ...], ...]; OUT.json: [{returncode, stdout, stderr}, ...].
 
   python tests/forked_run.py --serve
-reads one JSON argument list per line on stdin and answers each with one
-JSON line {returncode, stdout, stderr} on stdout, until stdin closes.
+reads one case per line on stdin and answers each with one JSON line
+{returncode, stdout, stderr} on stdout, until stdin closes. A case is an
+argument list for `run.py`, or {"args": [...], "env": {...}, "script": PATH}:
+the variables set in the child before it runs (only ones read at run time:
+this process has imported everything already), and a script to run as
+`python PATH ARGS` would, in place of `run.py`.
 """
 
 import json
@@ -21,16 +25,24 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_case(args: list[str]) -> dict:
+def run_case(case: list[str] | dict) -> dict:
   from absl import app
   import run
+  if isinstance(case, list):
+    case = {'args': case}
+  args, script = case['args'], case.get('script')
   with tempfile.TemporaryFile('w+') as out, tempfile.TemporaryFile('w+') as err:
     pid = os.fork()
     if pid == 0:  # the child: run.py with these arguments, then exit
       os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
       os.dup2(out.fileno(), 1)
       os.dup2(err.fileno(), 2)
-      sys.argv = [os.path.join(ROOT, 'run.py'), *args]
+      os.environ.update(case.get('env', {}))
+      if script is not None:
+        sys.argv = [script, *args]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+      else:
+        sys.argv = [os.path.join(ROOT, 'run.py'), *args]
       # As if run.py were the main program: its docstring and its flags
       # (absl files them under the defining module) are what --help shows.
       sys.modules['__main__'] = run
@@ -40,7 +52,11 @@ def run_case(args: list[str]) -> dict:
           by_module[sys.argv[0]] = by_module.pop('run')
       code = 1
       try:
-        app.run(run.main, flags_parser=run.parse_flags)
+        if script is not None:
+          import runpy
+          runpy.run_path(script, run_name='__main__')
+        else:
+          app.run(run.main, flags_parser=run.parse_flags)
         code = 0
       except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None

@@ -25,19 +25,55 @@ def cached(args) -> list:
   return [*args, f'--compilation_cache_dir={cache}']
 
 
+# Variables read only when a run reaches them, not when a module is imported:
+# a process forked after the imports sees them as a fresh one would.
+READ_AT_RUN_TIME = ('SEARCHLIGHT_FAULT_KILL_AT', 'SEARCHLIGHT_RUN',
+                    'SEARCHLIGHT_OUT', 'SEARCHLIGHT_SEED')
+# Read at import, with the value the server imported under (it draws with
+# Agg, as every run does).
+AS_IMPORTED = {'MPLBACKEND': 'Agg'}
+
+
+def _forkable(env) -> dict | None:
+  """The variables to set in a forked child for `env`, or None when `env`
+  changes one that is read at import (the case must start afresh)."""
+  server = _ForkServer.ENV()
+  changed = {k: v for k, v in (env or {}).items()
+             if server.get(k, AS_IMPORTED.get(k)) != v}
+  return (changed if all(k in READ_AT_RUN_TIME for k in changed)
+          else None)
+
+
 def run_py(*args, env=None, timeout=300, **kwargs):
   """`python run.py ARGS` as a user runs it: exit status, stdout, stderr.
-  Without an environment of its own, the process is forked from this test
-  process's server (`forked_run.py --serve`, the imports paid once); with
-  one (variables JAX reads when imported among them), started afresh."""
-  if env is None and not kwargs:
-    return _server().run(cached(args), timeout)
+  The process is forked from this test process's server (`forked_run.py
+  --serve`, the imports paid once), unless `env` sets a variable read at
+  import (JAX's among them): then it is started afresh."""
+  forked_env = _forkable(env)
+  if forked_env is not None and not kwargs:
+    return _server().run({'args': [str(a) for a in cached(args)],
+                         'env': forked_env}, timeout)
   return run_py_alone(*args, env=env, timeout=timeout, **kwargs)
+
+
+def run_script(script, *args, env=None, timeout=300):
+  """`python SCRIPT ARGS` (a script that imports run.py or src), forked
+  as `run_py` is when `env` allows, else started afresh. ARGS, when given,
+  are run.py's flags, and get the session's compilation cache."""
+  args = cached(args) if args else []
+  forked_env = _forkable(env)
+  if forked_env is not None:
+    return _server().run({'args': [str(a) for a in args], 'env': forked_env,
+                          'script': str(script)}, timeout)
+  return subprocess.run([sys.executable, str(script), *map(str, args)],
+                        capture_output=True, text=True, cwd=ROOT,
+                        env={**os.environ, 'JAX_PLATFORMS': 'cpu',
+                             **(env or {})}, timeout=timeout)
 
 
 def run_py_alone(*args, env=None, timeout=300, **kwargs):
   """`python run.py ARGS` in a process started afresh."""
-  full_env = dict(os.environ, JAX_PLATFORMS='cpu', **(env or {}))
+  full_env = {**os.environ, 'JAX_PLATFORMS': 'cpu', **(env or {})}
   return subprocess.run([sys.executable, str(ROOT / 'run.py'),
                          *cached(args)],
                         capture_output=True, text=True, cwd=ROOT,
@@ -47,15 +83,18 @@ def run_py_alone(*args, env=None, timeout=300, **kwargs):
 class _ForkServer:
   """tests/forked_run.py --serve: one JSON line per case each way."""
 
+  ENV = staticmethod(lambda: dict(os.environ, JAX_PLATFORMS='cpu'))
+
   def __init__(self):
     self.proc = subprocess.Popen(
         [sys.executable, str(ROOT / 'tests' / 'forked_run.py'), '--serve'],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
-        env=dict(os.environ, JAX_PLATFORMS='cpu'))
+        env=self.ENV())
 
-  def run(self, args, timeout):
+  def run(self, case, timeout):
     import select
-    self.proc.stdin.write(json.dumps([str(a) for a in args]) + '\n')
+    args = case['args']
+    self.proc.stdin.write(json.dumps(case) + '\n')
     self.proc.stdin.flush()
     ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
     if not ready:  # a case that hangs: no answer will come

@@ -13,7 +13,7 @@ VERDICT = re.compile(r'^(held|did not hold|inconclusive|inconclusive '
 # Two parts run end to end (--parts; every part runs the same code path,
 # one process each); the passthrough of every part is checked without
 # running it (below).
-PARTS = 'distance,cost'
+PARTS = 'distance,attention'
 
 
 def test_each_part_is_handed_only_the_flags_it_reads():
@@ -43,7 +43,6 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
       '--models=attention',  # the one model every part accepts
       '--seeds=2', '--steps=10', '--chunk_steps=10', '--budgets=10,20',
       '--heads=1,2', '--eval_examples=32', '--batch_size=8',
-      '--widths=32',  # cost's price at widths: one small width
       timeout=900)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   run = tmp_path / 'run'

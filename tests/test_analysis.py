@@ -3,8 +3,6 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -222,9 +220,7 @@ def test_notebook_runs_as_a_script(distance, tmp_path, pick):
              SEARCHLIGHT_OUT=str(tmp_path))
   if pick:
     env['SEARCHLIGHT_SEED'] = pick
-  proc = subprocess.run(
-      [sys.executable, 'notebooks/explore.py'], cwd=helpers.ROOT, env=env,
-      capture_output=True, text=True, timeout=300)
+  proc = helpers.run_script(helpers.ROOT / 'notebooks/explore.py', env=env)
   assert proc.returncode == 0, proc.stderr[-3000:]
   run = analysis.load_run(distance / 'run')
   worst = run.results.loc[run.results.accuracy.idxmin()]

@@ -2,11 +2,9 @@
 measurement, one claim) runs end to end through run.py, and resumes."""
 
 import json
-import subprocess
-import sys
 import textwrap
 
-from tests.helpers import ROOT, assert_figure, read_csv, scalars
+from tests.helpers import ROOT, assert_figure, read_csv, scalars, run_script
 
 # A throwaway experiment: attention at two lengths; it measures the weight
 # the last query puts on position 0, and claims it exceeds a half in every
@@ -80,11 +78,9 @@ def test_an_experiment_registered_in_a_test_runs_end_to_end(tmp_path):
   '''))
 
   def toy(*args):
-    return subprocess.run(
-        [sys.executable, str(script), '--exp=toy', f'--workdir={tmp_path}/run',
-         f'--checkpoint_dir={tmp_path}/ckpt', *args],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
-        env={**__import__('os').environ, 'JAX_PLATFORMS': 'cpu'})
+    return run_script(
+        script, '--exp=toy', f'--workdir={tmp_path}/run',
+        f'--checkpoint_dir={tmp_path}/ckpt', *args)
 
   proc = toy()
   assert proc.returncode == 0, proc.stderr[-3000:]

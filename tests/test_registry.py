@@ -3,8 +3,6 @@ model registered in one place runs through an experiment end to end."""
 
 import dataclasses
 import json
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -14,7 +12,7 @@ import pytest
 from flax import nnx
 
 from src import models
-from tests.helpers import assert_figure, ROOT, read_csv
+from tests.helpers import assert_figure, ROOT, read_csv, run_script
 
 
 def cell(name, length=50, d_model=32, seed=0, **kwargs):
@@ -196,14 +194,12 @@ def test_a_model_registered_in_one_place_runs_distance_end_to_end(tmp_path):
       import run
       app.run(run.main)
   '''))
-  proc = subprocess.run(
-      [sys.executable, str(script), '--exp=distance',
-       '--models=attention,mean_embed', '--lengths=3,6', '--seeds=2',
-       '--steps=20', '--chunk_steps=10', '--batch_size=16',
-       '--eval_examples=64', f'--workdir={tmp_path}/run',
-       f'--checkpoint_dir={tmp_path}/ckpt'],
-      capture_output=True, text=True, cwd=ROOT, timeout=300,
-      env={**__import__('os').environ, 'JAX_PLATFORMS': 'cpu'})
+  proc = run_script(
+      script, '--exp=distance',
+      '--models=attention,mean_embed', '--lengths=3,6', '--seeds=2',
+      '--steps=20', '--chunk_steps=10', '--batch_size=16',
+      '--eval_examples=64', f'--workdir={tmp_path}/run',
+       f'--checkpoint_dir={tmp_path}/ckpt')
   assert proc.returncode == 0, proc.stderr[-3000:]
   rows = read_csv(tmp_path / 'run/results.csv')
   assert {r['model'] for r in rows} == {'attention', 'mean_embed'}

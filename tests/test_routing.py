@@ -2,8 +2,6 @@
 hand-made tables, and a tiny run end to end."""
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -13,7 +11,7 @@ from flax import nnx
 
 from experiments import routing
 from src import experiment, models, stats, tasks
-from tests.helpers import ROOT, assert_figure, read_csv
+from tests.helpers import ROOT, assert_figure, read_csv, run_script
 
 
 # -- the tasks ---------------------------------------------------------------------
@@ -250,13 +248,11 @@ def test_routing_end_to_end(tmp_path):
       import run
       app.run(run.main, flags_parser=run.parse_flags)
   '''))
-  proc = subprocess.run(
-      [sys.executable, str(script), '--exp=routing', f'--workdir={tmp_path}/run',
-       f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention',
-       '--heads=1', '--lengths=6', '--seeds=2', '--steps=20',
-       '--chunk_steps=10', '--batch_size=16', '--eval_examples=32'],
-      capture_output=True, text=True, cwd=ROOT, timeout=300,
-      env={**__import__('os').environ, 'JAX_PLATFORMS': 'cpu'})
+  proc = run_script(
+      script, '--exp=routing', f'--workdir={tmp_path}/run',
+      f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention',
+      '--heads=1', '--lengths=6', '--seeds=2', '--steps=20',
+       '--chunk_steps=10', '--batch_size=16', '--eval_examples=32')
   assert proc.returncode == 0, proc.stderr[-3000:]
   run = tmp_path / 'run'
   rows = read_csv(run / 'results.csv')
