@@ -360,8 +360,10 @@ def plot(config, summary, examples, path, writer=None):
   shown = max(examples, key=lambda k: k[1]) if examples else None
   H = config.num_heads
   n_layers = shown[1] if shown else 0
-  fig = plt.figure(figsize=(4 + 3.2 * H, 3.4 * max(n_layers, 1)))
-  grid = fig.add_gridspec(max(n_layers, 1), H + 1)
+  # The maps' columns only when a model has maps (attention's weights).
+  fig = plt.figure(figsize=(4 + (3.2 * H if shown else 0),
+                            3.4 * max(n_layers, 1)))
+  grid = fig.add_gridspec(max(n_layers, 1), H + 1 if shown else 1)
   ax = fig.add_subplot(grid[:, 0])
   names = list(summary['accuracy'])
   models = {accuracy_key(m, d): m for m in config.models
@@ -399,8 +401,9 @@ def plot(config, summary, examples, path, writer=None):
                     facecolors='none', edgecolors='lime')
         a.set_xticks(range(len(tokens)), tokens, fontsize=5)
         a.set_yticks([])
-  fig.suptitle(f'Induction: L={config.lengths[0]}, vocabulary '
-               f'{config.vocab}; maps: {shown[0] if shown else ""} seed 0, '
-               'one string (green: the token after the earlier trigger)',
-               fontsize=9)
+  title = f'Induction: L={config.lengths[0]}, vocabulary {config.vocab}'
+  if shown:
+    title += (f'; maps: {shown[0]} seed 0, one string (green: the token '
+              'after the earlier trigger)')
+  fig.suptitle(title, fontsize=9)
   record.save_figure(fig, path, writer, 'figures/induction')

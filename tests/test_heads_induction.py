@@ -9,6 +9,7 @@ from flax import nnx
 
 from experiments import heads, induction
 from src import experiment, models, tasks
+from tests import helpers
 from tests.helpers import assert_figure, read_csv, run_ok, scalars
 
 
@@ -143,3 +144,19 @@ def test_positive_control_verdicts(accuracy, flat, verdict):
                                   check)
   assert claim['verdict'] == verdict
   assert 'at L=128: 0.500 0.400' in claim['measured']
+
+
+def test_a_figure_without_attention_maps_has_no_room_for_them(tmp_path):
+  """Models with no attention weights (the LRU, Mamba): the bars alone, no
+  empty columns where the maps would be, and no maps named in the title."""
+  config = dataclasses.replace(induction.DEFAULTS, models=('lru', 'mamba'),
+                               depths=(2,))
+  summary = {'accuracy': {'lru_2layer': {'mean': 0.17, 'seeds': [0.16, 0.18]},
+                          'mamba_2layer': {'mean': 0.99,
+                                           'seeds': [0.98, 1.0]}},
+             'roles': []}
+  induction.plot(config, summary, {}, tmp_path / 'induction.png')
+  pixels = helpers.png_pixels(tmp_path / 'induction.png')
+  assert_figure(tmp_path / 'induction.png', min_size=(250, 250))
+  # 4 inches of bars at 110 dpi (with the maps' 2 heads: over 1,100 px).
+  assert pixels.shape[1] < 600, pixels.shape
