@@ -34,10 +34,16 @@ READ_AT_RUN_TIME = ('SEARCHLIGHT_FAULT_KILL_AT', 'SEARCHLIGHT_RUN',
 AS_IMPORTED = {'MPLBACKEND': 'Agg'}
 
 
+def child_env(env=None) -> dict:
+  """The environment of every process a test starts: this one's, on the
+  CPU, with `env` on top."""
+  return {**os.environ, 'JAX_PLATFORMS': 'cpu', **(env or {})}
+
+
 def _forkable(env) -> dict | None:
   """The variables to set in a forked child for `env`, or None when `env`
   changes one that is read at import (the case must start afresh)."""
-  server = _ForkServer.ENV()
+  server = child_env()
   changed = {k: v for k, v in (env or {}).items()
              if server.get(k, AS_IMPORTED.get(k)) != v}
   return (changed if all(k in READ_AT_RUN_TIME for k in changed)
@@ -48,48 +54,47 @@ def run_py(*args, env=None, timeout=300, **kwargs):
   """`python run.py ARGS` as a user runs it: exit status, stdout, stderr.
   The process is forked from this test process's server (`forked_run.py
   --serve`, the imports paid once), unless `env` sets a variable read at
-  import (JAX's among them): then it is started afresh."""
-  forked_env = _forkable(env)
-  if forked_env is not None and not kwargs:
-    return _server().run({'args': [str(a) for a in cached(args)],
-                         'env': forked_env}, timeout)
-  return run_py_alone(*args, env=env, timeout=timeout, **kwargs)
+  import (JAX's among them) or `kwargs` are given: then it is started
+  afresh."""
+  return _run(None, cached(args), env, timeout, **kwargs)
 
 
 def run_script(script, *args, env=None, timeout=300):
   """`python SCRIPT ARGS` (a script that imports run.py or src), forked
-  as `run_py` is when `env` allows, else started afresh. ARGS, when given,
-  are run.py's flags, and get the session's compilation cache."""
-  args = cached(args) if args else []
-  forked_env = _forkable(env)
-  if forked_env is not None:
-    return _server().run({'args': [str(a) for a in args], 'env': forked_env,
-                          'script': str(script)}, timeout)
-  return subprocess.run([sys.executable, str(script), *map(str, args)],
-                        capture_output=True, text=True, cwd=ROOT,
-                        env={**os.environ, 'JAX_PLATFORMS': 'cpu',
-                             **(env or {})}, timeout=timeout)
+  or started afresh as `run_py` is. ARGS, when given, are run.py's flags,
+  and get the session's compilation cache."""
+  return _run(script, cached(args) if args else [], env, timeout)
 
 
 def run_py_alone(*args, env=None, timeout=300, **kwargs):
   """`python run.py ARGS` in a process started afresh."""
-  full_env = {**os.environ, 'JAX_PLATFORMS': 'cpu', **(env or {})}
-  return subprocess.run([sys.executable, str(ROOT / 'run.py'),
-                         *cached(args)],
+  return _fresh(ROOT / 'run.py', cached(args), env, timeout, **kwargs)
+
+
+def _run(script, args, env, timeout, **kwargs):
+  forked_env = _forkable(env)
+  if forked_env is None or kwargs:
+    return _fresh(script or ROOT / 'run.py', args, env, timeout, **kwargs)
+  case = {'args': [str(a) for a in args], 'env': forked_env}
+  if script is not None:
+    case['script'] = str(script)
+  return _server().run(case, timeout)
+
+
+def _fresh(script, args, env, timeout, **kwargs):
+  return subprocess.run([sys.executable, str(script), *map(str, args)],
                         capture_output=True, text=True, cwd=ROOT,
-                        env=full_env, timeout=timeout, **kwargs)
+                        env=child_env(env), timeout=timeout, **kwargs)
 
 
 class _ForkServer:
   """tests/forked_run.py --serve: one JSON line per case each way."""
 
-  ENV = staticmethod(lambda: dict(os.environ, JAX_PLATFORMS='cpu'))
-
   def __init__(self):
     self.proc = subprocess.Popen(
         [sys.executable, str(ROOT / 'tests' / 'forked_run.py'), '--serve'],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
-        env=self.ENV())
+        env=child_env())
 
   def run(self, case, timeout):
     import select
@@ -134,7 +139,7 @@ def run_py_forked(cases, *, timeout=300):
     proc = subprocess.run(
         [sys.executable, str(ROOT / 'tests' / 'forked_run.py'),
          str(cases_json), str(out_json)], capture_output=True, text=True,
-        cwd=ROOT, env=dict(os.environ, JAX_PLATFORMS='cpu'), timeout=timeout)
+        cwd=ROOT, env=child_env(), timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [subprocess.CompletedProcess(args, **r) for args, r in
             zip(cases, json.loads(out_json.read_text()))]
@@ -154,7 +159,7 @@ def run_py_without_backend(*args, timeout=300):
       [sys.executable, '-c', _NO_BACKEND, str(ROOT / 'run.py'),
        *cached(args)],
       capture_output=True, text=True, cwd=ROOT, timeout=timeout,
-      env=dict(os.environ, JAX_PLATFORMS='cpu'))
+      env=child_env())
 
 
 def run_ok(root, exp, *args):
