@@ -258,8 +258,58 @@ def run(module, config, run_dir, *, stop=None) -> dict:
       tables={k: chosen(t.rows) for k, t in tables.items()},
       curves=[c for c in sweeper.curves.rows
               if c.get('learning_rate', '') in ('', rates[c['group']])],
-      learning_rates=_rate_summary(config, groups, results.rows))
+      learning_rates=_rate_summary(config, groups, results.rows),
+      by_rate=verdicts_by_rate(
+          module, config, results.rows, curves=sweeper.curves.rows,
+          tables={k: t.rows for k, t in tables.items()}))
   return summary
+
+
+def verdicts_by_rate(module, config, rows, **available) -> dict:
+  """With a grid of rates, {rate: [(claim, setting, verdict)]}: each claim
+  judged again on every rate's rows alone (its curves and tables too), Holm
+  within its family at that rate, as if the run had trained that rate only.
+  The summary's verdicts stay the selected rates'; these show whether one
+  depends on the rate. {} with one rate."""
+  if len(config.rates) < 2:
+    return {}
+  out = {}
+  for rate in config.rates:
+    at = lambda table: [r for r in table
+                        if float(r.get('learning_rate') or 'nan') == rate]
+    mine = {k: ({n: at(t) for n, t in v.items()} if isinstance(v, dict)
+                else at(v)) for k, v in available.items()}
+    summary = module.summarize(config, at(rows),
+                               **asked(module.summarize, mine))
+    out[f'{rate:g}'] = [(c['claim'], claim_setting(c), c['verdict'])
+                        for c in stats.judge_families(
+                            summary.get('claims', []))]
+  return out
+
+
+def with_rate_verdicts(claims, by_rate) -> list[dict]:
+  """Each claim with `by_rate`: its verdict at each rate of the grid alone,
+  found by its text (and its setting where the text repeats), the setting
+  named where that rate judged it elsewhere (a wall's L* is the data's).
+  Where they differ, `measured` names them: the verdict depends on the
+  rate, and the report shows it at each one."""
+  out = []
+  for c in claims:
+    setting, verdicts = claim_setting(c), {}
+    for rate, judged in by_rate.items():
+      same = [j for j in judged if j[0] == c['claim']]
+      if len(same) > 1:
+        same = [j for j in same if j[1] == setting]
+      if len(same) == 1:
+        _, where, verdict = same[0]
+        verdicts[rate] = verdict + (where if where != setting else '')
+    if verdicts:
+      c = {**c, 'by_rate': verdicts}
+      if len(set(verdicts.values())) > 1:
+        c['measured'] += '; verdict at each rate alone: ' + ', '.join(
+            f'{rate} {v}' for rate, v in verdicts.items())
+    out.append(c)
+  return out
 
 
 # The runner's columns in results.csv (and an experiment's other tables):
@@ -469,7 +519,8 @@ def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
   if 'learning_rates' in available:
     summary['learning_rates'] = available['learning_rates']
   if 'claims' in summary:  # tested claims: Holm within each family
-    summary['claims'] = stats.judge_families(summary['claims'])
+    summary['claims'] = with_rate_verdicts(
+        stats.judge_families(summary['claims']), available.get('by_rate', {}))
     if config.decoys:  # judged on the task variant: claims of their own
       for c in summary['claims']:
         c['decoys'] = config.decoys

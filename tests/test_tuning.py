@@ -75,6 +75,50 @@ def test_a_model_that_learns_at_one_rate_only_is_judged_at_it(tmp_path):
   curves = read_csv(tmp_path / 'w/curves.csv')
   assert {float(c['learning_rate']) for c in curves} == {1e-9, 3e-3}
   assert (tmp_path / 'w/tb/attention_L005/lr3e-03/seed_1').is_dir()
+  # Every claim also judged at each rate alone; at the rate every group
+  # selected, the same verdict as the summary's.
+  for claim in summary['claims']:
+    assert set(claim['by_rate']) == {'1e-09', '0.003'}
+    assert claim['by_rate']['0.003'] == claim['verdict']
+
+
+class _RateModule:
+  """An experiment whose one claim holds where every row solved, judged at
+  the length of its rows (the data's, as a wall's L*)."""
+  @staticmethod
+  def summarize(config, rows, curves=()):
+    solved = all(r['solved'] == '1' for r in rows)
+    assert all(c['learning_rate'] == rows[0]['learning_rate'] for c in curves)
+    return {'claims': [{'claim': 'it solves', 'length': int(rows[0]['L']),
+                        'verdict': 'held' if solved else 'did not hold',
+                        'measured': f'{len(rows)} rows'}]}
+
+
+def test_a_verdict_that_depends_on_the_rate_is_shown_at_each_rate():
+  config = config_lib.Config(exp='distance', learning_rates=(1e-3, 1e-2))
+  rows = [{'learning_rate': '0.001', 'solved': '1', 'L': '5'},
+          {'learning_rate': '0.01', 'solved': '0', 'L': '20'}] * 2
+  curves = [{'learning_rate': r['learning_rate']} for r in rows]
+  by_rate = experiment.verdicts_by_rate(_RateModule, config, rows,
+                                        curves=curves)
+  assert by_rate == {'0.001': [('it solves', ' (L=5)', 'held')],
+                     '0.01': [('it solves', ' (L=20)', 'did not hold')]}
+  claim, = experiment.with_rate_verdicts(
+      _RateModule.summarize(config, rows[:1])['claims'], by_rate)
+  assert claim['verdict'] == 'held'
+  assert claim['by_rate'] == {'0.001': 'held',
+                              '0.01': 'did not hold (L=20)'}
+  assert claim['measured'].endswith('; verdict at each rate alone: 0.001 '
+                                    'held, 0.01 did not hold (L=20)')
+  # Verdicts that agree leave `measured` as it was; one rate: none.
+  same = {'0.001': [('it solves', ' (L=5)', 'held')],
+          '0.01': [('it solves', ' (L=5)', 'held')]}
+  claim, = experiment.with_rate_verdicts(
+      _RateModule.summarize(config, rows[:1])['claims'], same)
+  assert claim['measured'] == '1 rows' and claim['by_rate'] == {
+      '0.001': 'held', '0.01': 'held'}
+  one = dataclasses.replace(config, learning_rates=(1e-3,))
+  assert experiment.verdicts_by_rate(_RateModule, one, rows) == {}
 
 
 def test_learning_rate_and_learning_rates_together_is_an_error(tmp_path):
