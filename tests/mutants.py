@@ -106,6 +106,12 @@ MUTANTS = {
     'price at widths: the crossover as b / a': (
         'src/costs.py', "'crossover_length': float(a / b) if b > 0 else None",
         "'crossover_length': float(b / a) if b > 0 else None"),
+    'by rate: a verdict that differs by rate not shown': (
+        'src/experiment.py', '      if len(set(verdicts.values())) > 1:',
+        '      if False:'),
+    'by rate: every rate\'s rows judged together': (
+        'src/experiment.py',
+        "if float(r.get('learning_rate') or 'nan') == rate]", 'if True]'),
 }
 
 
