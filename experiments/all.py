@@ -35,7 +35,10 @@ from src.config import Config
 # that came back (linear attention, LRU, Mamba) on the same claims: Mamba's
 # associative scan is the slowest step here on a CPU, so they stop at L=100
 # and induction runs 4 seeds.
-_LINEARS = ','.join(models_lib.names(lambda s: s.family == models_lib.LINEAR))
+# Each linear architecture at its paper's initialisation (its variants, as
+# `lru_disk`, are for their own runs).
+_LINEARS = ','.join(models_lib.names(
+    lambda s: s.family == models_lib.LINEAR and s.name == s.architecture))
 _LINEAR = f'--models=attention,lstm_chrono,rnn,{_LINEARS}'
 RUNS = (
     ('distance', 'distance', (), (), None),

@@ -14,6 +14,7 @@ names a model. Adding a model is one class and one `register(ModelSpec(...))`
 """
 
 import dataclasses
+import functools
 from typing import Callable
 
 import jax
@@ -367,6 +368,16 @@ register(ModelSpec(
          '0.999, phase U(0, pi/10), gamma = sqrt(1 - |lambda|^2), B and C '
          'complex Glorot-normal, D N(0, 1); GLU Flax default',
     color='#e377c2', architecture='lru',
+    form='an associative scan over positions',
+    activations=_lru_activations, layered=True, state_floats=_lru_state))
+register(ModelSpec(
+    'lru_disk', LINEAR,
+    functools.partial(linear_lib.LRUClassifier, ring=linear_lib.LRU_DISK),
+    init='as lru, but lambda uniform on the whole unit disk: r_min 0, r_max '
+         '1, phase U(0, 2 pi) (the defaults of Orvieto et al. 2023\'s '
+         'appendix code and of minimal-LRU): fast units beside slow ones',
+    init_name='unit disk',
+    color='#f7b6d2', architecture='lru',
     form='an associative scan over positions',
     activations=_lru_activations, layered=True, state_floats=_lru_state))
 register(ModelSpec(

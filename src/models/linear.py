@@ -275,6 +275,10 @@ class LinearAttentionClassifier(nnx.Module):
 # and the appendix's hyperparameters: PathX needs |lambda| near 1 and small
 # phases): r_min 0.9, r_max 0.999, max_phase pi/10.
 LRU_R_MIN, LRU_R_MAX, LRU_MAX_PHASE = 0.9, 0.999, math.pi / 10
+LRU_RING = (LRU_R_MIN, LRU_R_MAX, LRU_MAX_PHASE)
+# The whole unit disk, the defaults of the paper's appendix code and of
+# minimal-LRU (r_min 0, r_max 1, max_phase 2 pi): fast units beside slow ones.
+LRU_DISK = (0.0, 1.0, 2 * math.pi)
 
 
 class LRU(nnx.Module):
@@ -297,7 +301,8 @@ class LRU(nnx.Module):
     D, N = d_model, state_size
     k_nu, k_theta, k_b_re, k_b_im, k_c_re, k_c_im, k_d = jax.random.split(
         rngs.params(), 7)
-    u = jax.random.uniform(k_nu, (N,))
+    # Above 0: at r_min 0, u = 0 would put lambda at 0 and nu_log at inf.
+    u = jax.random.uniform(k_nu, (N,), minval=1e-6)
     self.nu_log = nnx.Param(
         jnp.log(-0.5 * jnp.log(u * (r_max**2 - r_min**2) + r_min**2)))
     # Above 0: the phase is exp(theta_log), and log(0) would be -inf.
@@ -363,10 +368,11 @@ class LRUBlock(nnx.Module):
   SequenceLayer with prenorm): x + GLU(GELU(LRU(LayerNorm(x)))), with
   GLU(y) = W1 y * sigmoid(W2 y); dropout omitted."""
 
-  def __init__(self, d_model: int, *, rngs: nnx.Rngs):
+  def __init__(self, d_model: int, *, ring=LRU_RING, rngs: nnx.Rngs):
     self.norm = nnx.LayerNorm(d_model, rngs=rngs)
-    self.lru = LRU(d_model, d_model, r_min=LRU_R_MIN, r_max=LRU_R_MAX,
-                   max_phase=LRU_MAX_PHASE, rngs=rngs)
+    r_min, r_max, max_phase = ring
+    self.lru = LRU(d_model, d_model, r_min=r_min, r_max=r_max,
+                   max_phase=max_phase, rngs=rngs)
     self.glu_value = nnx.Linear(d_model, d_model, rngs=rngs)
     self.glu_gate = nnx.Linear(d_model, d_model, rngs=rngs)
 
@@ -382,14 +388,15 @@ class LRUBlock(nnx.Module):
 class LRUClassifier(nnx.Module):
   """Token embedding, `num_layers` LRU blocks, a linear classifier on the
   last position. No final norm: the paper's stack has none (its decoder
-  reads the last block's output)."""
+  reads the last block's output). `ring`: (r_min, r_max, max_phase) of the
+  eigenvalues' initialisation."""
 
   def __init__(self, *, vocab_size: int, length: int, d_model: int,
                num_classes: int, num_heads: int = 1, num_layers: int = 1,
-               rngs: nnx.Rngs):
+               ring=LRU_RING, rngs: nnx.Rngs):
     del length, num_heads  # positions are the recurrence's; no heads
     self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
-    self.layers = nnx.List([LRUBlock(d_model, rngs=rngs)
+    self.layers = nnx.List([LRUBlock(d_model, ring=ring, rngs=rngs)
                             for _ in range(num_layers)])
     self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)
 
