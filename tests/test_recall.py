@@ -194,7 +194,8 @@ def test_underpowered_with_few_seeds():
 
 def test_bad_grid_is_one_line_naming_the_flag():
   with pytest.raises(ConfigError, match='--pairs'):
-    recall.check(dataclasses.replace(recall.DEFAULTS, pairs=(9, 17)))
+    recall.check(dataclasses.replace(recall.DEFAULTS, pairs=(9, 17),
+                                     vocab=129))  # keys enough, L=32 short
   # A pair count no length has room for is left out, the rest run.
   assert recall.grid(dataclasses.replace(
       recall.DEFAULTS, lengths=(16, 32), pairs=(4, 9))) == [(16, 4), (32, 4)]
