@@ -42,10 +42,13 @@ def _read_out(classifier, h_BxLxD, per_position):
 # Positions per chunk where a recurrence runs as a `lax.scan` over chunks
 # with each chunk's positions unrolled (Mamba's selective scan): the state
 # entering each chunk is all its VJP keeps, so C trades memory (L / C states)
-# against a longer program. On a 2-core CPU (batch 32, d_model 32, L 200) 16
-# unrolled beat 1 to 64 rolled by 10-30%, and the associative scan over all
-# positions it replaces by 4x; accelerators get longer chunks.
-SCAN_CHUNK_BY_BACKEND = {'cpu': 16}
+# against a longer program. On a 2-core CPU with the state as (B, N, I), a
+# training step of two layers (d_model 32) with chunks of 4 took 129-142 ms
+# against 148-170 with 16 (128 strings, L=32; 2 and 8: 145 and 143, 1: 154),
+# 313 against 382 (64 strings, L=200) and 262 against 332 (d_model 64, L=24),
+# and compiled in half the time (5-6 s against 10-11); at 32 strings, L=200,
+# 4 to 16 are within the noise (162-201 ms). Accelerators get longer chunks.
+SCAN_CHUNK_BY_BACKEND = {'cpu': 4}
 SCAN_CHUNK_DEFAULT = 64
 
 
