@@ -1,7 +1,7 @@
 """The summary that fills up: multi-query associative recall (MQAR).
 
-Command: `python run.py --exp=recall` (20.4 minutes on the idle 2-core
-CPU, cold compilation cache, Mamba's four groups 11 of them), `--quick` for
+Command: `python run.py --exp=recall` (16.2 minutes on the idle 2-core
+CPU, cold compilation cache, Mamba's four groups 9 of them), `--quick` for
 a first look (2.1 minutes there); the Zoology-scale grid is
 `--flagfile=configs/recall_zoology.flags` (an accelerator).
 

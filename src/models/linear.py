@@ -304,10 +304,11 @@ class LRU(nnx.Module):
     D, N = d_model, state_size
     k_nu, k_theta, k_b_re, k_b_im, k_c_re, k_c_im, k_d = jax.random.split(
         rngs.params(), 7)
-    # Above 0: at r_min 0, u = 0 would put lambda at 0 and nu_log at inf.
-    u = jax.random.uniform(k_nu, (N,), minval=1e-6)
-    self.nu_log = nnx.Param(
-        jnp.log(-0.5 * jnp.log(u * (r_max**2 - r_min**2) + r_min**2)))
+    u = jax.random.uniform(k_nu, (N,))
+    # |lambda|^2 kept above 0: at r_min 0 a draw of u = 0 would put nu_log
+    # at inf (a no-op on the ring, whose r_min^2 is far above the floor).
+    modulus_sq = jnp.maximum(u * (r_max**2 - r_min**2) + r_min**2, 1e-12)
+    self.nu_log = nnx.Param(jnp.log(-0.5 * jnp.log(modulus_sq)))
     # Above 0: the phase is exp(theta_log), and log(0) would be -inf.
     u = jax.random.uniform(k_theta, (N,), minval=1e-6)
     self.theta_log = nnx.Param(jnp.log(max_phase * u))
