@@ -33,7 +33,7 @@ from src.config import Config
 # the experiment's own SECTION). A part's own flags come before the user's,
 # so the user's win. `linear` and `induction_linear` measure the recurrences
 # that came back (linear attention, LRU, Mamba) on the same claims: Mamba's
-# associative scan is the slowest step here on a CPU, so they stop at L=100
+# selective scan is the slowest step here on a CPU, so they stop at L=100
 # and induction runs 4 seeds.
 # Each linear architecture at its paper's initialisation (its variants, as
 # `lru_disk`, are for their own runs).
@@ -67,7 +67,7 @@ RUNS = (
      ('--models=lstm,lstm_fb1,lstm_chrono,rnn', '--seeds=8'), (), None),
     # Budget's own default (4 models x 6 lengths x 20 seeds to 4,000 steps)
     # is about 80 minutes of this CPU alone: here the LSTM and the GRU,
-    # whose limits fall between 20 and 30, at those two lengths, still 20
+    # whose limits lie around 20-30, at those two lengths, still 20
     # seeds (a wall's bound needs them). The RNN's limit lies past 50 (100
     # at 8 seeds), where it would take L = 50, 100 and half an hour more:
     # its own command is in the README (chrono solves every length to 100).

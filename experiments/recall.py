@@ -48,15 +48,15 @@ DEFAULTS = Config(
     # The fill-up family holds 8 one-sided tests (4 recurrences x 2 claims):
     # after Holm, 8 x 0.5^n < 0.05 needs n >= 8 seeds.
     seeds=8,
-    steps=1000,  # attention (d=32, 8 pairs) goes from 0.2 to 1.0 at 400-600
+    steps=1000,  # attention at d=32 reaches 99% by then (README section 10)
     batch_size=32,
     learning_rate=3e-3,
     eval_examples=512,  # x P queries each
     chunk_steps=100,
     checkpoint_every=500,
 )
-# --quick: a first look; Mamba left out (its compile alone is about a
-# minute per width on this CPU), one width, 2 seeds (every claim
+# --quick: a first look; Mamba left out (its groups are half a recall run's
+# time on this CPU), one width, 2 seeds (every claim
 # underpowered: inconclusive); one pair (single-query recall) at the easy
 # end, which also fits the short strings of `--exp=all --quick`'s tests.
 QUICK = dataclasses.replace(

@@ -86,8 +86,11 @@ def chunk_lengths(chunk):
   return (2 * chunk, 2 * chunk + chunk // 2 + 1)
 
 
-@pytest.mark.parametrize('length', chunk_lengths(linear.scan_chunk()))
-def test_mamba_chunks_equal_step_by_step_scan(length):
+@pytest.mark.parametrize('chunk, length', [
+    (chunk, length) for chunk in (linear.scan_chunk(), 16)
+    for length in chunk_lengths(chunk)])  # and a longer chunk, as elsewhere
+def test_mamba_chunks_equal_step_by_step_scan(chunk, length, monkeypatch):
+  monkeypatch.setattr(linear, 'scan_chunk', lambda: chunk)
   model = make('mamba', length=length, num_layers=2, seed=3)
   x = model.embed(tokens(batch=3, length=length, seed=7))
   chunked, recurrent = jitted(model, lambda m, x: (
@@ -256,7 +259,9 @@ def test_lru_initialisation_is_the_papers_ring(name, ring):
   sq = modulus**2
   assert sq.min() < r_min**2 + 0.05 * (r_max**2 - r_min**2)
   assert sq.max() > r_max**2 - 0.05 * (r_max**2 - r_min**2)
-  assert np.median(sq) == pytest.approx((r_min**2 + r_max**2) / 2, abs=0.02)
+  # 256 draws: the median's spread is about 0.03 of the range.
+  assert np.median(sq) == pytest.approx((r_min**2 + r_max**2) / 2,
+                                        abs=0.1 * (r_max**2 - r_min**2))
   assert phase.max() > 0.9 * max_phase
   gamma = np.exp(np.asarray(lru.gamma_log[...], np.float64))
   # gamma = sqrt(1 - |lambda|^2), checked as a sum: near |lambda| = 1 the

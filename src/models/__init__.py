@@ -367,7 +367,7 @@ register(ModelSpec(
     init='Orvieto et al. 2023: lambda uniform on the ring r_min 0.9, r_max '
          '0.999, phase U(0, pi/10), gamma = sqrt(1 - |lambda|^2), B and C '
          'complex Glorot-normal, D N(0, 1); GLU Flax default',
-    color='#e377c2', architecture='lru',
+    init_name='ring', color='#e377c2', architecture='lru',
     form='an associative scan over positions',
     activations=_lru_activations, layered=True, state_floats=_lru_state))
 register(ModelSpec(
