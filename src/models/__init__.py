@@ -387,6 +387,7 @@ register(ModelSpec(
          'PyTorch default U(+-1/sqrt(fan_in)), out_proj / sqrt(layers); '
          'embeddings N(0, 1)',
     color='#17becf', architecture='mamba',
-    form='a lax.scan over chunks of positions (4 on a CPU), each unrolled',
+    form='a lax.scan over chunks of positions ('
+         f'{linear_lib.SCAN_CHUNK_BY_BACKEND["cpu"]} on a CPU), each unrolled',
     activations=_mamba_activations, layered=True,
     state_floats=_mamba_state))

@@ -277,8 +277,7 @@ class LinearAttentionClassifier(nnx.Module):
 # The paper's ring for its longest-range tasks (Orvieto et al. 2023, sec. 3.3
 # and the appendix's hyperparameters: PathX needs |lambda| near 1 and small
 # phases): r_min 0.9, r_max 0.999, max_phase pi/10.
-LRU_R_MIN, LRU_R_MAX, LRU_MAX_PHASE = 0.9, 0.999, math.pi / 10
-LRU_RING = (LRU_R_MIN, LRU_R_MAX, LRU_MAX_PHASE)
+LRU_RING = (0.9, 0.999, math.pi / 10)  # (r_min, r_max, max_phase)
 # The whole unit disk, the defaults of the paper's appendix code and of
 # minimal-LRU (r_min 0, r_max 1, max_phase 2 pi): fast units beside slow ones.
 LRU_DISK = (0.0, 1.0, 2 * math.pi)
