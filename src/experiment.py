@@ -52,6 +52,7 @@ progress, then summarizes, publishes (summary.json, the figures, the config
 in TensorBoard), and prints the table and the claims.
 """
 
+import concurrent.futures
 import dataclasses
 import inspect
 import time
@@ -231,26 +232,39 @@ def run(module, config, run_dir, *, stop=None) -> dict:
                       else config.eval_examples),
       tags=getattr(module, 'TAGS', None))
   kept = {}
-  for g in groups:
-    ensemble, params = None, None
-    budgets = g.budgets or (config.steps,)
-    for budget in budgets:
-      if results.has(**g.key, **({'steps': budget} if g.budgets else {})):
-        sweeper.skip(g, budget)
-        continue
-      ensemble = ensemble or build(g, config)
-      params = _train_and_record(module, config, g, ensemble, budget,
-                                 sweeper, results, tables)
-    if hasattr(module, 'keep'):
-      ensemble = ensemble or build(g, config)
-      if params is None:
-        params = _restore_params(ensemble, run_dir.checkpoint_dir / g.name)
-        rate = selected_rate(g, results.rows)
-        if params is not None and rate is not None:
-          params = ensemble.rate_first(params,
-                                       config.rates.index(float(rate)))
-      if params is not None:
-        kept[g.name] = module.keep(g, ensemble, params, config)
+  todo = {g.name: [b for b in (g.budgets or (config.steps,)) if not
+                   results.has(**g.key, **({'steps': b} if g.budgets
+                                           else {}))] for g in groups}
+  ahead = _CompileAhead(module, config)
+  queue = [g for g in groups if todo[g.name]]
+  if queue:  # the first compiles while the main thread initialises it
+    ahead.prepare(queue[0], todo[queue[0].name])
+  try:
+    for g in groups:
+      ensemble, params = None, None
+      for budget in g.budgets or (config.steps,):
+        if budget not in todo[g.name]:
+          sweeper.skip(g, budget)
+          continue
+        if ensemble is None:
+          ensemble = ahead.take(g) or build(g, config)
+          later = queue[queue.index(g) + 1:]
+          if later:  # its programs compile while this group trains
+            ahead.prepare(later[0], todo[later[0].name])
+        params = _train_and_record(module, config, g, ensemble, budget,
+                                   sweeper, results, tables)
+      if hasattr(module, 'keep'):
+        ensemble = ensemble or build(g, config)
+        if params is None:
+          params = _restore_params(ensemble, run_dir.checkpoint_dir / g.name)
+          rate = selected_rate(g, results.rows)
+          if params is not None and rate is not None:
+            params = ensemble.rate_first(params,
+                                         config.rates.index(float(rate)))
+        if params is not None:
+          kept[g.name] = module.keep(g, ensemble, params, config)
+  finally:
+    ahead.close()
   rates = {g.name: selected_rate(g, results.rows) for g in groups}
   chosen = lambda rows: [r for r in rows if r.get('selected') != '0']
   summary = finish(
@@ -263,6 +277,44 @@ def run(module, config, run_dir, *, stop=None) -> dict:
           module, config, results.rows, curves=sweeper.curves.rows,
           tables={k: t.rows for k, t in tables.items()}))
   return summary
+
+
+class _CompileAhead:
+  """Builds the next group's ensemble and compiles its training and test
+  programs in a thread while the group before it initialises and trains.
+  XLA compiles a program on about one core: a small group's training
+  leaves the other core idle, and on an accelerator the host is idle while
+  it trains."""
+
+  def __init__(self, module, config):
+    self.config = config
+    self.eval_examples = config.eval_examples
+    self.streams = (() if hasattr(module, 'measure')
+                    else (tasks_lib.EVAL_STREAM,)) + (
+                        (tasks_lib.VALIDATION_STREAM,)
+                        if len(config.rates) > 1 else ())
+    self._pool = concurrent.futures.ThreadPoolExecutor(
+        1, thread_name_prefix='compile_ahead')
+    self._built = {}
+
+  def prepare(self, group, budgets) -> None:
+    """Builds `group`'s ensemble (here) and compiles the chunks that
+    training it to each of `budgets` runs (in the thread)."""
+    ensemble = self._built[group.name] = build(group, self.config)
+    done = [b for b in (group.budgets or ()) if b < min(budgets)]
+    sizes, start = set(), max(done, default=0)
+    for budget in budgets:
+      sizes.update(train_lib.chunks(start, budget, self.config.chunk_steps))
+      start = budget
+    self._pool.submit(ensemble.compile_ahead, sorted(sizes),
+                      self.eval_examples, self.streams)
+
+  def take(self, group):
+    """`group`'s ensemble if `prepare` built it, else None."""
+    return self._built.pop(group.name, None)
+
+  def close(self) -> None:
+    self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def verdicts_by_rate(module, config, rows, **available) -> dict:

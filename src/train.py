@@ -12,8 +12,10 @@ Shape legend: S members (seeds, or (rate, seed) pairs: the ensemble axis), B
 batch, L length, T steps in a chunk.
 """
 
+import concurrent.futures
 import functools
 import signal
+import threading
 import time
 from typing import Any, Callable
 
@@ -196,8 +198,9 @@ class Ensemble:
     rates = np.full(self.padded, self.learning_rates[0], np.float32)
     rates[:self.num_members] = np.repeat(self.learning_rates, num_seeds)
     self._rates = self.place(rates)
-    self.compile_s = 0.0
-    self._compiled = {}
+    self.compile_s = 0.0  # what the caller waited for programs
+    self._compiled = {}  # name -> Future of the compiled program
+    self._lock = threading.Lock()
 
   # -- programs ---------------------------------------------------------------
 
@@ -259,15 +262,64 @@ class Ensemble:
                            out_specs=P(SEED_AXIS), check_vma=False)(*args)
     return wrapped
 
-  def _compile(self, name, fn, *args, donate=()):
-    """AOT-compiles `fn` once per `name` (which holds every static choice);
-    the time it takes is counted in `compile_s`."""
-    if name not in self._compiled:
-      start = time.perf_counter()
-      jitted = jax.jit(fn, donate_argnums=donate)
-      self._compiled[name] = jitted.lower(*args).compile()
+  def _compile(self, name, fn, *args, donate=(), ahead: bool = False):
+    """AOT-compiles `fn` once per `name` (which holds every static choice).
+    A program another thread is compiling (`compile_ahead`) is waited for,
+    not compiled twice. `compile_s` counts the time callers waited, so a
+    program compiled ahead while another group trained costs it nothing."""
+    with self._lock:
+      future = self._compiled.get(name)
+      mine = future is None
+      if mine:
+        future = self._compiled[name] = concurrent.futures.Future()
+    start = time.perf_counter()
+    if mine:
+      try:
+        future.set_result(
+            jax.jit(fn, donate_argnums=donate).lower(*args).compile())
+      except BaseException as e:
+        with self._lock:
+          del self._compiled[name]  # a later call tries again, and raises
+        future.set_exception(e)
+        if ahead:
+          return None
+        raise
+    compiled = future.result()
+    if not ahead:
       self.compile_s += time.perf_counter() - start
-    return self._compiled[name]
+    return compiled
+
+  def _train_program(self, num_steps):
+    return self._per_device(
+        functools.partial(self._train_chunk, num_steps=num_steps), 3)
+
+  def _measure_program(self, fn, stream, num_examples, task):
+    run = lambda params, keys: jax.vmap(
+        lambda p, k: self._measure_one(p, k, fn, stream, num_examples,
+                                       task))(
+            params, jax.random.wrap_key_data(keys))
+    return (('measure', fn, stream, num_examples,
+             task and (task.name, task.length)), self._per_device(run, 2))
+
+  def compile_ahead(self, chunk_sizes=(), eval_examples=None,
+                    streams=(tasks_lib.EVAL_STREAM,)) -> None:
+    """Compiles the programs this group's training (chunks of each of
+    `chunk_sizes` steps) and `evaluate(num_examples=eval_examples)` on each
+    of `streams` will ask for, from the state's shapes alone: the runner
+    calls it in a thread for the next group while this one trains. A
+    program that fails to compile here is compiled (and fails) again when
+    it is asked for."""
+    state = self.abstract_state()
+    for n in chunk_sizes:
+      self._compile(('train', n), self._train_program(n), state,
+                    self._data_keys, self._rates, np.int32(0), donate=(0,),
+                    ahead=True)
+    if eval_examples:
+      for stream in streams:
+        name, program = self._measure_program(
+            _chunked_loss_and_accuracy, stream, eval_examples, None)
+        self._compile(name, program, state['params'], self._data_keys,
+                      ahead=True)
 
   # -- public API -------------------------------------------------------------
 
@@ -324,8 +376,7 @@ class Ensemble:
     metrics_SxT)."""
     keys, rates = self._data_keys, self._rates
     start = np.int32(start_step)
-    fn = self._compile(('train', num_steps), self._per_device(
-        functools.partial(self._train_chunk, num_steps=num_steps), 3),
+    fn = self._compile(('train', num_steps), self._train_program(num_steps),
                        state, keys, rates, start, donate=(0,))
     return fn(state, keys, rates, start)
 
@@ -336,13 +387,8 @@ class Ensemble:
     another task than the group's (e.g. longer ones), for a model whose
     parameters do not depend on the length."""
     keys = self._data_keys
-    run = lambda params, keys: jax.vmap(
-        lambda p, k: self._measure_one(p, k, fn, stream, num_examples,
-                                       task))(
-            params, jax.random.wrap_key_data(keys))
-    compiled = self._compile(('measure', fn, stream, num_examples,
-                              task and (task.name, task.length)),
-                             self._per_device(run, 2), params, keys)
+    compiled = self._compile(
+        *self._measure_program(fn, stream, num_examples, task), params, keys)
     return self.unpad(compiled(params, keys))
 
   def evaluate(self, params, *, stream=tasks_lib.EVAL_STREAM,
@@ -438,6 +484,12 @@ def resume_or_init(ensemble: Ensemble, checkpoints=None):
   return 0, ensemble.init()
 
 
+def chunks(start_step: int, steps: int, chunk_steps: int) -> list[int]:
+  """The steps of each chunk `fit` trains from `start_step` to `steps`."""
+  return [min(chunk_steps, steps - step)
+          for step in range(start_step, steps, chunk_steps)]
+
+
 def fit(ensemble: Ensemble, state, start_step: int, *, steps: int,
         chunk_steps: int, checkpoints=None, checkpoint_every: int = 0,
         on_chunk: Callable[[int, dict], None] | None = None, stop=None,
@@ -457,8 +509,7 @@ def fit(ensemble: Ensemble, state, start_step: int, *, steps: int,
       on_chunk(*pending)
     pending = None
 
-  while step < steps:
-    num_steps = min(chunk_steps, steps - step)
+  for num_steps in chunks(start_step, steps, chunk_steps):
     state, metrics = ensemble.train_chunk(state, step, num_steps)
     step += num_steps
     log_pending()

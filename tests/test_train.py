@@ -42,6 +42,42 @@ def test_seed_runs_do_not_depend_on_ensemble_size():
     np.testing.assert_array_equal(a, b[:2])
 
 
+def test_programs_compiled_ahead_are_the_ones_training_runs():
+  """`compile_ahead` (the runner's thread, while another group trains)
+  compiles from the state's shapes the very programs `fit` and `evaluate`
+  then run: nothing compiles again, and the run is the same bit for bit."""
+  runs = []
+  for ahead in (False, True):
+    ens = ensemble(model='rnn', length=6)
+    if ahead:
+      ens.compile_ahead(train.chunks(0, 25, 10), eval_examples=64)
+      programs = {name: f.result() for name, f in ens._compiled.items()}
+      assert {name[:2] for name in programs} == {('train', 10),
+                                                  ('train', 5),
+                                                  ('measure',
+                                                   train._chunked_loss_and_accuracy)}
+    state = train.fit(ens, ens.init(), 0, steps=25, chunk_steps=10)
+    runs.append((ens.unpad(state), ens.evaluate(state['params'],
+                                                num_examples=64)))
+    if ahead:
+      assert {name: f.result() for name, f in ens._compiled.items()} == (
+          programs)
+  for a, b in zip(jax.tree.leaves(runs[0]), jax.tree.leaves(runs[1])):
+    np.testing.assert_array_equal(a, b)
+
+
+def test_a_program_that_fails_ahead_fails_again_where_it_is_used():
+  ens = ensemble(model='rnn', length=6)
+  broken = lambda *args: 1 / None
+  assert ens._compile('broken', broken, 1, ahead=True) is None
+  try:
+    ens._compile('broken', broken, 1)
+  except TypeError:
+    pass
+  else:
+    raise AssertionError('the failure was swallowed')
+
+
 def test_seeds_differ():
   ens = ensemble(model='gru', length=6)
   params = ens.unpad(ens.init()['params'])
