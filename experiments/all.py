@@ -2,7 +2,7 @@
 
 Command: `python run.py --exp=all` (about two hours on a 2-core CPU: 114
 minutes before recall on 2026-12-01), or `python run.py --exp=all --quick`
-for a first look (32 minutes cold on the 2-core CPU, 2026-12-02).
+for a first look (27 minutes cold on the 2-core CPU, 2026-12-02).
 Runs the parts in RUNS (every experiment but throughput, and distance and
 induction once more for the linear recurrences), each as its own `run.py`
 process in a sub-workdir (`<workdir>/<name>`, checkpoints in
