@@ -152,5 +152,6 @@ def print_table(config, summary):
   print(record.table(rows, ['model'] + [f'L={L}' for L in lengths]
                      + ['critical (median, interval)']))
   if summary.get('wall_s'):
-    print(f'Training wall time {summary["wall_s"]:.0f}s, of which compile '
-          f'{summary["compile_s"]:.0f}s ({100 * summary["compile_share"]:.0f}%)')
+    print(f'Training wall time {summary["wall_s"]:.0f}s, of which waiting '
+          f'for compiles {summary["compile_s"]:.0f}s '
+          f'({100 * summary["compile_share"]:.0f}%)')
