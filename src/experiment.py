@@ -247,10 +247,10 @@ def run(module, config, run_dir, *, stop=None) -> dict:
           sweeper.skip(g, budget)
           continue
         if ensemble is None:
-          ensemble = ahead.take(g) or build(g, config)
-          later = queue[queue.index(g) + 1:]
-          if later:  # its programs compile while this group trains
-            ahead.prepare(later[0], todo[later[0].name])
+          ensemble = ahead.take(g)
+          after = queue.index(g) + 1
+          if after < len(queue):  # its programs compile while g trains
+            ahead.prepare(queue[after], todo[queue[after].name])
         params = _train_and_record(module, config, g, ensemble, budget,
                                    sweeper, results, tables)
       if hasattr(module, 'keep'):
@@ -288,7 +288,6 @@ class _CompileAhead:
 
   def __init__(self, module, config):
     self.config = config
-    self.eval_examples = config.eval_examples
     self.streams = (() if hasattr(module, 'measure')
                     else (tasks_lib.EVAL_STREAM,)) + (
                         (tasks_lib.VALIDATION_STREAM,)
@@ -307,11 +306,11 @@ class _CompileAhead:
       sizes.update(train_lib.chunks(start, budget, self.config.chunk_steps))
       start = budget
     self._pool.submit(ensemble.compile_ahead, sorted(sizes),
-                      self.eval_examples, self.streams)
+                      self.config.eval_examples, self.streams)
 
   def take(self, group):
-    """`group`'s ensemble if `prepare` built it, else None."""
-    return self._built.pop(group.name, None)
+    """`group`'s ensemble, which `prepare` built."""
+    return self._built.pop(group.name)
 
   def close(self) -> None:
     self._pool.shutdown(wait=False, cancel_futures=True)
