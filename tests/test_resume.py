@@ -180,3 +180,27 @@ def test_resume_on_another_number_of_devices(reference, tmp_path):
   attention = lambda rows: [r for r in rows if r['model'] == 'attention']
   assert attention(values(tmp_path / 'run/results.csv')) == attention(
       values(reference / 'run/results.csv'))
+
+
+def test_checksum_is_the_same_on_the_host_and_on_the_devices():
+  """A checkpoint's checksum is computed on the host where this process
+  holds the whole state (nothing to compile), on the devices where it does
+  not: both must give the same number, and any changed bit another."""
+  import jax
+  import jax.numpy as jnp
+  from src import checkpoint
+  from src import train
+  rng = np.random.default_rng(0)
+  tree = {'w': jnp.asarray(rng.normal(size=(4, 7, 3)), jnp.float32),
+          'count': jnp.arange(5, dtype=jnp.int32) * 977,
+          'diverged': jnp.array([True, False, True]),
+          'flag': jnp.zeros((), bool)}
+  host = checkpoint.checksum(tree)
+  assert host == int(checkpoint._device_checksum(tree))
+  spread = jax.device_put(tree['w'], jax.sharding.NamedSharding(
+      train.seed_mesh(), jax.sharding.PartitionSpec(train.SEED_AXIS)))
+  assert checkpoint.checksum({'w': spread}) == int(
+      checkpoint._device_checksum({'w': tree['w']}))
+  flipped = np.asarray(tree['w']).copy()
+  flipped.view(np.uint32)[1, 2, 0] ^= 1
+  assert checkpoint.checksum({**tree, 'w': jnp.asarray(flipped)}) != host
