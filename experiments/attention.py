@@ -69,10 +69,19 @@ ENTROPY_GAP = 0.5
 CHANCE_BAND = 0.6
 
 
+# The families of the claims judged seed by seed (every model and length).
+A_FAMILY = 'for A sequences, position 0 takes over 90% of the weight'
+EITHER_FAMILY = 'one class gets the beam, the other a dispersed look'
+ABLATION_FAMILY = 'the beam on position 0 is what the model uses'
+
+
 def planned_tests(config) -> list[tuple[str, int, str]]:
-  """The asymmetry's binomial test per model (at best every seed has one)."""
-  return [(f'B is the dispersed class ({m})', config.seeds, 'two-sided')
-          for m in config.models for _ in config.lengths]
+  """The binomial tests per model and length: the asymmetry's (at best
+  every seed has one) and each count of seeds."""
+  return [(f, config.seeds, 'two-sided') for m in config.models
+          for _ in config.lengths
+          for f in (f'B is the dispersed class ({m})', A_FAMILY,
+                    EITHER_FAMILY, ABLATION_FAMILY)]
 
 
 def examples(model, tokens_BxL, labels_B):
@@ -317,7 +326,7 @@ def group_claims(model, length, entry) -> list[dict]:
                f'{classes["A"]["pos0_mass"]:.3f} '
                f'[{classes["A"]["ci95"][0]:.3f}, '
                f'{classes["A"]["ci95"][1]:.3f}]',
-      verdict=stats.k_of_n(k_a, n), test='per seed',
+      **stats.seed_count(k_a, n, A_FAMILY),
       note=f'each seed judged alone: its mean weight on position 0 over A '
            f'test strings must exceed {CONCENTRATED}')
   k_b, k_ab = counts['B'], counts['A'] + counts['B']
@@ -367,7 +376,7 @@ def group_claims(model, length, entry) -> list[dict]:
                f'(A the wider look in {asym["A"]}, B in {asym["B"]}); '
                'entropy A - B per seed: '
                + ', '.join(f'{g:+.2f}' for g in gaps),
-      verdict=stats.k_of_n(asym['A'] + asym['B'], n), test='per seed',
+      **stats.seed_count(asym['A'] + asym['B'], n, EITHER_FAMILY),
       note=f'each seed judged alone, in either direction: |entropy on A '
            f'strings - entropy on B strings| >= {ENTROPY_GAP} nats (fixed '
            'before the run); the lesson names B as the dispersed class, but '
@@ -390,7 +399,7 @@ def group_claims(model, length, entry) -> list[dict]:
                  f'filler position in {k} of {n} seeds; the class still '
                  'answered without position 0 (the one inferred from the beam '
                  'finding nothing), per seed: ' + ' '.join(defaults),
-        verdict=stats.k_of_n(k, n), test='per seed, ablation',
+        **stats.seed_count(k, n, ABLATION_FAMILY),
         note=f'position 0 removed from the read-out query\'s weights '
              f'(renormalised over the rest): a seed uses the beam when its '
              f'accuracy falls to {CHANCE_BAND} or below (chance 0.5) while '

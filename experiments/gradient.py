@@ -79,6 +79,9 @@ TABLES = {'bridge.csv': BRIDGE_COLUMNS}
 PROBE_EXAMPLES = 512
 # The decay along one string, one test per recurrent model.
 FAMILY = 'the signal dies away exponentially along one string'
+ACROSS_FAMILY = ('across lengths, the signal through recurrence dies away '
+                 'exponentially with L')
+BRIDGE_FAMILY = 'after training, attention keeps a strong bridge to position 0'
 
 
 def trained_lengths(config: Config) -> tuple[int, ...]:
@@ -102,9 +105,15 @@ def estimate_bytes(config: Config) -> int:
 
 
 def planned_tests(config) -> list[tuple[str, int, str]]:
-  """The decay's binomial test per recurrent model."""
-  return [(FAMILY, config.seeds, 'two-sided') for m in config.models
-          if models_lib.get(m).family.recurrent]
+  """The binomial tests of the seeds: the decay along one string and
+  across lengths per recurrent model, attention's bridge per attention
+  model."""
+  family = lambda m: models_lib.get(m).family
+  recurrent = [m for m in config.models if family(m).recurrent]
+  attention = [m for m in config.models if family(m) == models_lib.ATTENTION]
+  return [(f, config.seeds, 'two-sided')
+          for f in [FAMILY, ACROSS_FAMILY] * len(recurrent)
+          + [BRIDGE_FAMILY] * len(attention)]
 
 # TensorBoard's descriptions of the tags on_chunk logs.
 TAGS = {
@@ -302,7 +311,7 @@ def claims(config, m, lengths) -> list[dict]:
                      f'; {a}: log-log slope '
                      f'{m[a]["init_loglog_slope"]:.2f} (1/L is -1)'
                      for a in attention),
-        verdict=stats.k_of_n(k, len(factors)), test='per seed',
+        **stats.seed_count(k, len(factors), ACROSS_FAMILY),
         note='the second view (the fit along one string is the basis): '
              'each seed: log(sensitivity to position 0) at initialisation '
              f'at L = {", ".join(map(str, lengths))} fitted against L '
@@ -333,7 +342,7 @@ def claims(config, m, lengths) -> list[dict]:
                  f'{np.median(rel[str(lengths[-1])]):.3g}' + ''.join(
                      f', {x} {np.median(m[x]["relative_sensitivity"]["trained"][str(lengths[-1])]):.3g}'
                      for x in others) + along,
-        verdict=stats.k_of_n(k, seeds), test='per seed',
+        **stats.seed_count(k, seeds, BRIDGE_FAMILY),
         note='scale-free: the sensitivity to position 0 divided by the '
              'sensitivity to the last filler position (L-2), per seed; the '
              'bridge is strong where the ratio exceeds 1 at every tested '

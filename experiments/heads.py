@@ -200,6 +200,15 @@ def summarize_group(rows, length) -> dict:
               seeds_specialised=sum(p['separate'] for p in per_seed))
 
 
+FAMILY = 'several heads specialise on different relations without being told'
+
+
+def planned_tests(config) -> list[tuple[str, int, str]]:
+  """The binomial test of the seeds per model (with 2 heads)."""
+  return [(FAMILY, config.seeds, 'two-sided') for _ in config.models
+          if 2 in config.heads]
+
+
 def claim(model, by_heads) -> dict:
   two = by_heads['2']
   n, k = len(two['per_seed']), two['seeds_specialised']
@@ -211,7 +220,7 @@ def claim(model, by_heads) -> dict:
                f'(each with over {SPECIALISED} of its weight) in {k} of {n} '
                'seeds; accuracy by head count: ' + ', '.join(
                    f'{h}: {v["accuracy"]:.3f}' for h, v in by_heads.items()),
-      verdict=stats.k_of_n(k, n), test='per seed',
+      **stats.seed_count(k, n, FAMILY),
       note=f'each seed judged alone: one head holds over {SPECIALISED} of '
            'its weight on the first symbol, another over '
            f'{SPECIALISED} on the second')

@@ -229,6 +229,21 @@ def summarize(config: Config, rows, tables, curves=None) -> dict:
   return out
 
 
+# The families of the claims judged seed by seed: attention's depth claim
+# (one layer cannot, two can), and the other layered models' induction.
+DEPTH_FAMILY = ('one attention layer cannot fetch what follows a token; two '
+                'layers can')
+LAYERED_FAMILY = 'two layers of a layered model do induction'
+
+
+def planned_tests(config) -> list[tuple[str, int, str]]:
+  """The binomial test of the seeds per layered model."""
+  depth = lambda m: (models_lib.get(m).family == models_lib.ATTENTION
+                     and 1 in config.depths)
+  return [(DEPTH_FAMILY if depth(m) else LAYERED_FAMILY, config.seeds,
+           'two-sided') for m in config.models if models_lib.get(m).layered]
+
+
 def claims(config, per_seed, curves=None, longer=None) -> list[dict]:
   """Per seed (seed i of the 1-layer and the 2-layer stack are a pair):
   attention's claim needs 1 layer below CANNOT and 2 layers at CAN or above;
@@ -264,11 +279,13 @@ def claims(config, per_seed, curves=None, longer=None) -> list[dict]:
       k = sum(one[s] < CANNOT and stats.reaches(two[s], CAN) for s in seeds)
       text = (f'One attention layer ({model}) cannot fetch what follows a '
               'token; two layers can (induction).')
+      family = DEPTH_FAMILY
       rule = (f'each seed: 1 layer below {CANNOT:.0%} accuracy and 2 layers '
               f'at {CAN:.0%} or above')
     else:
       k = sum(stats.reaches(two[s], CAN) for s in seeds)
       text = f'Two layers of {model} do induction.'
+      family = LAYERED_FAMILY
       rule = f'each seed: 2 layers at {CAN:.0%} accuracy or above'
     measured = (f'in {k} of {len(seeds)} seeds; accuracy per seed, 2 '
                 'layers: ' + ' '.join(f'{two[s]:.3f}' for s in seeds))
@@ -276,7 +293,7 @@ def claims(config, per_seed, curves=None, longer=None) -> list[dict]:
       measured += ('; 1 layer: ' + ' '.join(f'{one[s]:.3f}'
                                             for s in sorted(one)))
     measured += f' (chance {1 / config.vocab:.3f}{others})'
-    verdict = stats.k_of_n(k, len(seeds))
+    test = stats.seed_count(k, len(seeds), family)
     checks = [trained_out(model, 2, [s for s in seeds
                                      if not stats.reaches(two[s], CAN)])]
     if spec.family == models_lib.ATTENTION and one is not None:
@@ -284,11 +301,10 @@ def claims(config, per_seed, curves=None, longer=None) -> list[dict]:
                                            if one[s] < CANNOT]))
     learning = [c for c in checks if not c['flat']]
     if learning:
-      verdict = stats.INCONCLUSIVE
+      test.update(verdict=stats.INCONCLUSIVE, blocked=True)
       measured += '; ' + '; '.join(claims_lib.still_learning(c)
                                    for c in learning)
-    out.append(dict(claim=text, model=model, measured=measured,
-                    verdict=verdict, test='per seed',
+    out.append(dict(claim=text, model=model, measured=measured, **test,
                     note=rule + '; every failing seed trained out (training '
                     f'loss flat over the last doubling of steps: fell by '
                     f'under {claims_lib.FLAT:.0%})'))

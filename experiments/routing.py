@@ -431,7 +431,7 @@ def _dense_computes(config, task, rows, curves, names) -> list[dict]:
       measured=f'solved (>= {stats.SOLVED:.0%}) at every head count in {k} '
                f'of {n} seeds; accuracy per seed ' + '; '.join(
                    f'{m}: {_fmt(rows[m]["seeds"])}' for m in dense),
-      verdict=stats.k_of_n(k, n), test='per seed', family=FAMILY_DOES,
+      **stats.seed_count(k, n, FAMILY_DOES),
       note=f'each seed judged alone: at least {stats.SOLVED:.0%} test '
            'accuracy with every head count; a failing seed must have '
            'stopped learning')
@@ -460,7 +460,7 @@ def _routes(config, task, rows) -> list[dict]:
       measured=f'solved (>= {stats.SOLVED:.0%}) by every attention-only '
                f'model in {k} of {n} seeds; accuracy per seed ' + '; '.join(
                    f'{m}: {_fmt(rows[m]["seeds"])}' for m in names),
-      verdict=stats.k_of_n(k, n), test='per seed', family=FAMILY_ROUTES,
+      **stats.seed_count(k, n, FAMILY_ROUTES),
       note=f'each seed judged alone: at least {stats.SOLVED:.0%} with every '
            'attention-only model (the control: routing, no computation)')]
 

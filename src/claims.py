@@ -2,9 +2,10 @@
 per-seed results. Shared by `distance`, `gating` and `budget`, which read
 the same kind of rows (model, length, seed, accuracy[, steps]).
 
-Each rule returns a claim: {claim, measured, verdict, test, p (where a test
-gives one), note (the rule)}; the verdict is `held`, `did not hold`,
-`inconclusive` or `held in k of n seeds` (src/stats.py).
+Each rule returns a claim: {claim, measured, verdict, test, p, note (the
+rule)}; the verdict is `held`, `did not hold` or `inconclusive`
+(src/stats.py). A claim judged seed by seed is decided by a binomial test of
+its count of seeds (`stats.seed_count`), within its family.
 """
 
 import numpy as np
@@ -14,6 +15,13 @@ from src import stats
 
 HUNDRED_PERCENT = 0.99  # what "stays at 100%" is taken to mean, per seed
 LESSON_WINDOW = (10, 20)  # "gives way after about fifteen steps", in L
+
+# The families of the claims judged seed by seed: one lesson claim, every
+# model it is tested on (Holm within each).
+ATTENTION_FAMILY = 'attention stays at 100% at every distance'
+GIVES_WAY_FAMILY = 'a plain recurrent net gives way after about 15 steps'
+AS_FAR_FAMILY = ('a parallel linear recurrence carries the first symbol as '
+                 'far as attention')
 
 
 def accuracy_table(rows, **match) -> dict:
@@ -61,7 +69,8 @@ def compare(a: str, b: str, crit_a, crit_b) -> dict:
 # -- the rules ------------------------------------------------------------------
 
 def attention_at_100(table: dict, model: str, lengths) -> dict:
-  """Held in k of n seeds: seed s stays at >= 99% at every tested length."""
+  """Seed s holds if it stays at >= 99% at every tested length; the count
+  of seeds decides (`stats.seed_count`)."""
   seeds = sorted(table[model, lengths[0]])
   lowest = [min(table[model, L][s] for L in lengths) for s in seeds]
   k = sum(stats.reaches(x, HUNDRED_PERCENT) for x in lowest)
@@ -70,7 +79,7 @@ def attention_at_100(table: dict, model: str, lengths) -> dict:
       measured=f'at >= {HUNDRED_PERCENT:.0%} at every length '
                f'{min(lengths)}..{max(lengths)} in {k} of {len(seeds)} '
                f'seeds; lowest per-seed accuracy {min(lowest):.4f}',
-      verdict=stats.k_of_n(k, len(seeds)), test='per seed',
+      **stats.seed_count(k, len(seeds), ATTENTION_FAMILY),
       note=f'each seed judged alone: its lowest test accuracy over the '
            f'lengths must reach {HUNDRED_PERCENT:.0%}')
 
@@ -82,8 +91,9 @@ def plain_gives_way(table: dict, model: str, lengths,
   if lo <= c and f <= hi; inconsistent if it had already failed by lo
   (f <= lo) or carried the symbol to hi or beyond (c >= hi); otherwise the
   tested lengths cannot tell. The verdict counts the seeds the lengths can
-  judge. Giving way is a failure: with `curves`, the seeds that gave way
-  must be trained out at the length they failed, else inconclusive."""
+  judge, by a binomial test of the consistent ones (`stats.seed_count`).
+  Giving way is a failure: with `curves`, the seeds that gave way must be
+  trained out at the length they failed, else inconclusive."""
   lo, hi = window
   seeds = sorted(table[model, lengths[0]])
   crit = per_seed_critical(table, model, lengths)
@@ -99,11 +109,12 @@ def plain_gives_way(table: dict, model: str, lengths,
       inconsistent += 1
   judged = consistent + inconsistent
   undetermined = len(seeds) - judged
-  verdict, learning = stats.k_of_n(consistent, judged), ''
+  test, learning = stats.seed_count(consistent, judged, GIVES_WAY_FAMILY), ''
   if curves is not None and consistent:
     check = failures_trained_out(curves, model, failed)
     if not check['flat']:
-      verdict, learning = stats.INCONCLUSIVE, '; ' + still_learning(check)
+      learning = '; ' + still_learning(check)
+      test.update(verdict=stats.INCONCLUSIVE, blocked=True)
   return dict(
       claim=f'A plain recurrent net ({model}) gives way after about 15 '
             'steps.',
@@ -111,7 +122,7 @@ def plain_gives_way(table: dict, model: str, lengths,
                f'seeds the lengths can judge ({undetermined} undetermined); '
                'per seed (solved up to, first failed]: ' + ' '.join(where)
                + learning,
-      verdict=verdict, test='per seed',
+      **test,
       note=f'"about 15" is read as giving way between L={lo} and L={hi}: a '
            f'seed that solved L>={lo} and failed by L={hi} is consistent; '
            f'one that failed by L={lo} or solved L>={hi} is not; the '
@@ -166,18 +177,20 @@ def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
 def as_far_as_attention(model: str, attention: str, crit_model,
                         crit_attention, lengths, failed=None,
                         curves=None) -> dict:
-  """Held in k of n seeds: seed i of the model carries the symbol at least
-  as far as seed i of attention (same strings). The seeds that fall short
+  """Seed i holds if the model carries the symbol at least as far as seed
+  i of attention (same strings); the count of seeds decides
+  (`stats.seed_count`). The seeds that fall short
   failed: with `curves` they must be trained out (`failed`: {seed: length it
   failed}), else inconclusive."""
   k = sum(m >= a for m, a in zip(crit_model, crit_attention))
   c = stats.median_interval(crit_model)
-  verdict, learning = stats.k_of_n(k, len(crit_model)), ''
+  test, learning = stats.seed_count(k, len(crit_model), AS_FAR_FAMILY), ''
   short = _short(failed, crit_model, crit_attention)
   if curves is not None and short:
     check = failures_trained_out(curves, model, short)
     if not check['flat']:
-      verdict, learning = stats.INCONCLUSIVE, '; ' + still_learning(check)
+      learning = '; ' + still_learning(check)
+      test.update(verdict=stats.INCONCLUSIVE, blocked=True)
   return dict(
       claim=f'A parallel linear recurrence ({model}) carries the first '
             f'symbol as far as attention ({attention}).',
@@ -186,7 +199,7 @@ def as_far_as_attention(model: str, attention: str, crit_model,
                f'distance per seed {" ".join(map(str, crit_model))} against '
                f'{" ".join(map(str, crit_attention))} (median {c["median"]:g};'
                f' L {min(lengths)}..{max(lengths)})' + learning,
-      verdict=verdict, test='per seed',
+      **test,
       note=f'each seed: its critical distance reaches that of the same seed '
            f'of {attention}')
 

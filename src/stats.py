@@ -7,8 +7,10 @@ interval, exact paired sign tests, Fisher's exact test, and a binomial test.
 Continuous measurements (attention mass, sensitivities) get a Student-t
 interval on the mean. Everything exact comes from `scipy.stats`.
 
-A verdict is one of `held`, `did not hold`, `inconclusive`, or `held in k of
-n seeds` where each seed is judged on its own.
+A verdict is one of `held`, `did not hold` and `inconclusive` (with
+`(underpowered: n seeds)` where no outcome could clear the test). A claim
+judged seed by seed counts the seeds it holds in and is decided by a test of
+that count (`seed_count`).
 """
 
 import math
@@ -23,15 +25,6 @@ ALPHA = 0.05  # significance level of every test behind a verdict
 ROUNDING = 1e-6
 
 HELD, NOT_HELD, INCONCLUSIVE = 'held', 'did not hold', 'inconclusive'
-
-
-def k_of_n(k: int, n: int) -> str:
-  """The verdict of a claim judged seed by seed."""
-  if n == 0:
-    return INCONCLUSIVE
-  if k == n:
-    return HELD
-  return NOT_HELD if k == 0 else f'held in {k} of {n} seeds'
 
 
 def reaches(value, threshold: float) -> bool:
@@ -259,6 +252,29 @@ def underpowered(n: int) -> str:
   return f'{INCONCLUSIVE} (underpowered: {n} seeds)'
 
 
+SEED_COUNT = ('exact binomial test of the seeds it holds in against 1/2, '
+              'two-sided (each seed judged alone)')
+
+
+def seed_count(k: int, n: int, family: str | None = None) -> dict:
+  """The test of a claim judged seed by seed: each seed says yes or no on
+  its own, and an exact two-sided binomial test of the k yes of n against
+  1/2 decides: held where most seeds hold, did not hold where most do not,
+  at p < ALPHA after Holm within `family` (`judge_families`; without one
+  the claim is its own family). The claim's fields for `judge_families`,
+  and the verdict from the raw p until it runs. No seed to judge:
+  inconclusive, and no test."""
+  if n == 0:
+    return dict(verdict=INCONCLUSIVE, test='per seed (no seed to judge)')
+  p, p_min = binomial(k, n), smallest_p(n)
+  if_significant = HELD if 2 * k > n else NOT_HELD
+  verdict = (underpowered(n) if p_min >= ALPHA else
+             if_significant if p < ALPHA else INCONCLUSIVE)
+  return dict(verdict=verdict, test=SEED_COUNT, p=p, p_min=p_min, seeds=n,
+              if_significant=if_significant,
+              **({'family': family} if family else {}))
+
+
 def judge_families(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
   """The verdicts of the claims decided by a test, family by family.
 
@@ -270,8 +286,8 @@ def judge_families(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
   else `inconclusive`, and `inconclusive (underpowered: n seeds)` where even
   the best outcome (m * p_min, Holm's first step) could not clear alpha. A
   claim whose verdict a rule already made inconclusive (a failure still
-  learning) stays so. Claims without a p (judged seed by seed) pass
-  unchanged."""
+  learning) stays so. Claims without a p (rules with no test, as a
+  positive control's every seed) pass unchanged."""
   tested = [c for c in claims if c.get('p') is not None
             and 'if_significant' in c]
   families = {}

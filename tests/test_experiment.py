@@ -51,8 +51,8 @@ def summarize(config, rows):
   k = sum(float(r['pos0_mass']) > 0.5 for r in rows)
   return {'claims': [dict(claim='The beam finds position 0.',
                           measured=f'{k} of {len(rows)}',
-                          verdict=stats.k_of_n(k, len(rows)),
-                          test='per seed')]}
+                          note='each seed: over half its weight there',
+                          **stats.seed_count(k, len(rows)))]}
 
 
 def figure(config, summary, rows, kept, folder, writer=None):
