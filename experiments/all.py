@@ -33,38 +33,47 @@ from src.config import Config
 # the experiment's own SECTION). A part's own flags come before the user's,
 # so the user's win. `linear` and `induction_linear` measure the recurrences
 # that came back (linear attention, LRU, Mamba) on the same claims: Mamba's
-# selective scan is the slowest step here on a CPU, so they stop at L=100
-# and induction runs 4 seeds.
+# selective scan is the slowest step here on a CPU, so they stop at L=100.
 # Each linear architecture at its paper's initialisation (its variants, as
 # `lru_disk`, are for their own runs).
+# A quick run is a first look at every part in a fraction of the time, its
+# tests underpowered by design: on top of each experiment's own --quick, the
+# parts that are many small groups (compiling is most of a small group's
+# time) keep fewer models and lengths: each still measures every claim it
+# makes, on the models that make the contrast.
 _LINEARS = ','.join(models_lib.names(
     lambda s: s.family == models_lib.LINEAR and s.name == s.architecture))
 _LINEAR = f'--models=attention,lstm_chrono,rnn,{_LINEARS}'
 RUNS = (
     ('distance', 'distance', (), (), None),
-    ('linear', 'distance', (_LINEAR, '--lengths=10,20,50,100'), (_LINEAR,),
+    ('linear', 'distance', (_LINEAR, '--lengths=10,20,50,100'),
+     (f'--models=attention,{_LINEARS}', '--lengths=5,20'),
      '8. The recurrences that came back: distance'),
     # The memory task with decoys (a quarter of the filler is A or B): the
     # symbol must be found at position 0, not anywhere.
-    ('distance_decoys', 'distance', ('--decoys=0.25',), ('--decoys=0.25',),
+    ('distance_decoys', 'distance', ('--decoys=0.25',),
+     ('--decoys=0.25', '--models=attention,lstm_chrono,rnn'),
      '2. Distance, with decoys in the filler'),
     ('attention', 'attention', (), (), None),
     ('attention_decoys', 'attention', ('--decoys=0.25',), ('--decoys=0.25',),
      '3. The searchlight, with decoys in the filler'),
-    ('gradient', 'gradient', (), (), None),
-    ('cost', 'cost', (), (), None),
+    ('gradient', 'gradient', (),
+     ('--models=attention,lstm,lstm_chrono,rnn', '--bridge_length=40'), None),
+    ('cost', 'cost', (), ('--lengths=256,1024,2048',), None),
     ('heads', 'heads', (), (), None),
     ('induction', 'induction', (), (), None),
-    ('induction_linear', 'induction',
-     (f'--models={_LINEARS}', '--seeds=4'),
-     (f'--models={_LINEARS}', '--lengths=16', '--steps=1000'),
+    # 8 seeds: the family of three binomial tests can say held (4 could
+    # not: 3 x 2/16 > 0.05).
+    ('induction_linear', 'induction', (f'--models={_LINEARS}',),
+     (f'--models={_LINEARS}', '--lengths=16', '--steps=500'),
      '8. The recurrences that came back: induction'),
     # Gating's own default (7 initialisations, 12 seeds x 3 rates) would
     # take the whole report's CPU budget: here three gated initialisations
     # against the plain RNN (a family of 3 tests, which 8 seeds can decide)
     # at every rate of the grid.
     ('gating', 'gating',
-     ('--models=lstm,lstm_fb1,lstm_chrono,rnn', '--seeds=8'), (), None),
+     ('--models=lstm,lstm_fb1,lstm_chrono,rnn', '--seeds=8'),
+     ('--lengths=10,50',), None),
     # Budget's own default (4 models x 6 lengths x 20 seeds to 4,000 steps)
     # is about 80 minutes of this CPU alone: here the LSTM and the GRU,
     # whose limits lie around 20-30, at those two lengths, still 20
@@ -74,7 +83,7 @@ RUNS = (
     ('budget', 'budget',
      ('--models=lstm,gru', '--lengths=20,30'), (), None),
     ('routing', 'routing', (), (), None),
-    ('recall', 'recall', (), (), None),
+    ('recall', 'recall', (), ('--models=attention,lstm_chrono,lru',), None),
 )
 PARTS = tuple(dict.fromkeys(exp for _, exp, *_ in RUNS))  # experiments
 
