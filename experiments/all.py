@@ -244,8 +244,7 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   rows = [{k: c[k] for k in COLUMNS} for c in claims]
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS,
                               write=True)  # no backend here to ask who writes
-  results.drop(lambda r: True)  # this report's claims, not an earlier one's
-  results.append(rows)
+  results.replace(rows)  # this report's claims, not an earlier one's
   header = ['# Searchlight: what held', '']
   if config.quick:
     header += ['> **Quick run** (`--quick`): every experiment ran a '

@@ -70,7 +70,9 @@ FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
 SECTION, FIGURE = '2. Distance: gating at its best (initialisations)', 'gating.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS
 rows, line = memory.rows, memory.budget_line
-planned_tests = memory.planned_tests
+# Its claims: gated against plain, and the plain nets giving way.
+planned_tests = lambda config: memory.planned_tests(config, families=(
+    claims_lib.GATING_FAMILY, claims_lib.GIVES_WAY_FAMILY))
 
 
 def groups(config: Config) -> list:

@@ -193,15 +193,14 @@ def failing_runs(table, model, length, pairs, widths, seeds) -> list:
           if not stats.reaches(table[model, length, P, w][s], RECALLS)]
 
 
-def decide(p: float, p_min: float, if_significant: str, *, failing: bool,
-           flat: dict, steps: int) -> tuple[str, str]:
+def decide(p: float, p_min: float, if_significant: str, *, seeds: int,
+           failing: bool, flat: dict, steps: int) -> tuple[str, str]:
   """(verdict, what the trained-out rule adds): `if_significant` when
   p < ALPHA, unless it says a model failed and its failing runs were still
   learning; otherwise inconclusive (underpowered when even the smallest p
   could not reach ALPHA)."""
   if p_min >= stats.ALPHA:
-    seeds = round(math.log(p_min) / math.log(0.5))
-    return f'{stats.INCONCLUSIVE} (underpowered: {seeds} seeds)', ''
+    return stats.underpowered(seeds), ''
   if p >= stats.ALPHA:
     return stats.INCONCLUSIVE, ''
   if failing and not flat['flat']:
@@ -215,19 +214,19 @@ def decide(p: float, p_min: float, if_significant: str, *, failing: bool,
 
 def attention_recalls(table, model, length, pairs, widths, config, curves):
   """Per seed: its lowest query accuracy over pairs and widths reaches
-  RECALLS. Exact one-sided binomial test of the seeds that do against 1/2,
-  in whichever direction the seeds point."""
+  RECALLS; the count of seeds decides (`stats.seed_count`: an exact
+  two-sided binomial test against 1/2)."""
   seeds = sorted(table[model, length, pairs[0], widths[0]])
   lowest = [min(table[model, length, P, w][s] for P in pairs for w in widths)
             for s in seeds]
   n, k = len(seeds), sum(stats.reaches(x, RECALLS) for x in lowest)
-  held = 2 * k >= n
-  p = stats.binomial(k if held else n - k, n, 0.5, 'greater')
+  test = stats.seed_count(k, n, ATTENTION_FAMILY)
   flat = trained_out(curves, failing_runs(table, model, length, pairs,
                                           widths, seeds), config.steps)
-  if_significant = stats.HELD if held else stats.NOT_HELD
-  verdict, more = decide(p, 0.5 ** n, if_significant, failing=not held,
-                         flat=flat, steps=config.steps)
+  verdict, more = decide(
+      test['p'], test['p_min'], test['if_significant'], seeds=n,
+      failing=test['if_significant'] == stats.NOT_HELD, flat=flat,
+      steps=config.steps)
   return dict(
       claim=f'Attention ({model}) recalls every pair at every width tested.',
       model=model, length=length,
@@ -235,10 +234,8 @@ def attention_recalls(table, model, length, pairs, widths, config, curves):
                f'{min(pairs)}..{max(pairs)} and d_model {min(widths)}..'
                f'{max(widths)} in {k} of {n} seeds; lowest per seed '
                + ' '.join(f'{x:.3f}' for x in lowest) + more,
-      verdict=verdict, test='exact one-sided binomial test over seeds '
-      '(each seed: lowest accuracy over pairs and widths)', p=p,
-      p_min=0.5 ** n, if_significant=if_significant, family=ATTENTION_FAMILY,
-      seeds=n, blocked=bool(more),
+      **dict(test, verdict=verdict, test=f'{test["test"]}; each seed: its '
+             'lowest accuracy over pairs and widths'), blocked=bool(more),
       note=f'each seed judged alone (its lowest accuracy must reach '
            f'{RECALLS:.0%}), then the count of seeds against 1/2; a failure '
            'verdict needs the failing runs trained out (loss flat over the '
@@ -258,7 +255,8 @@ def accuracy_falls(table, model, length, pairs, widths, config, curves):
   flat = trained_out(curves, failing_runs(table, model, length, [hi],
                                           widths, seeds), config.steps)
   verdict, more = decide(test['p'], 0.5 ** len(seeds), stats.HELD,
-                         failing=True, flat=flat, steps=config.steps)
+                         seeds=len(seeds), failing=True, flat=flat,
+                         steps=config.steps)
   by_width = '; '.join(
       f'd={w}: ' + ' -> '.join(
           f'{np.mean(list(table[model, length, P, w].values())):.3f}'
@@ -292,7 +290,8 @@ def width_grows(table, model, length, pairs, widths, config, curves):
   flat = trained_out(curves, failing_runs(table, model, length, [hi],
                                           widths, seeds), config.steps)
   verdict, more = decide(test['p'], 0.5 ** len(seeds), stats.HELD,
-                         failing=True, flat=flat, steps=config.steps)
+                         seeds=len(seeds), failing=True, flat=flat,
+                         steps=config.steps)
   fmt = lambda v: ' '.join('-' if not np.isfinite(w) else str(w) for w in v)
   return dict(
       claim=f'The width {model} needs to recall every pair grows with the '
@@ -310,6 +309,22 @@ def width_grows(table, model, length, pairs, widths, config, curves):
       note=f'width needed: the smallest tested d_model at >= {RECALLS:.0%}; '
            'a seed that needs none of them at either count ties (no '
            'evidence)')
+
+
+def planned_tests(config) -> list[tuple[str, int, str]]:
+  """(family, seeds, alternative) of every test `summarize` makes, per
+  length: attention's count of seeds (two-sided), and two one-sided sign
+  tests per recurrence where a length has two pair counts or more."""
+  out = []
+  for L in config.lengths:
+    many = len([P for L2, P in grid(config) if L2 == L]) > 1
+    for m in config.models:
+      family = models_lib.get(m).family
+      if family == models_lib.ATTENTION:
+        out.append((ATTENTION_FAMILY, config.seeds, 'two-sided'))
+      elif family.recurrent and many:
+        out += [(FILLS_FAMILY, config.seeds, 'greater')] * 2
+  return out
 
 
 def summarize(config: Config, rows, curves=()) -> dict:

@@ -329,6 +329,31 @@ def _still_learning(claim, out) -> dict:
               + claims_lib.still_learning(out))
 
 
+def planned_tests(config) -> list[tuple[str, int, str]]:
+  """(family, seeds, alternative) of every test `claims` makes, from the
+  groups this config trains (every test two-sided; the beam's counts only
+  the seeds whose one head solves, at best every seed)."""
+  trained = {}
+  for g in groups(config):
+    trained.setdefault(g.key['task'], []).append(
+        label(g.model, g.key['num_heads'], g.key['d_model'], config))
+  out = []
+  for function, tagged in tasks_for(config):
+    names = trained.get(task_name(function, tagged), [])
+    attention = [n for n in names if n.startswith('attention')]
+    if function == 'copy':
+      out += [FAMILY_ROUTES] if attention else []
+      continue
+    for name in attention:
+      out.append(FAMILY_CHANCE)
+      if f'transformer h{name.split(" h")[-1]}' in names:
+        out.append(FAMILY_DENSE)
+    out += [FAMILY_DOES] if any(n.startswith('transformer') for n in names) \
+        else []
+  out += [FAMILY_BEAM] if BEAM_TASK in trained else []
+  return [(f, config.seeds, 'two-sided') for f in out]
+
+
 def claims(config, table, masses, curves, names) -> list[dict]:
   out = []
   for function, tagged in tasks_for(config):

@@ -32,22 +32,24 @@ def memory_params(config) -> dict:
           **({'decoys': config.decoys} if config.decoys else {})}
 
 
-def planned_tests(config) -> list[tuple[str, int, str]]:
+def planned_tests(config, families=None) -> list[tuple[str, int, str]]:
   """(family, seeds, alternative) of every test the memory claims make
   (src/claims.py): each gated model against each plain one, paired by seed;
   each count of seeds (attention at 100%, a plain net giving way, a linear
-  recurrence as far as attention), at best on every seed."""
+  recurrence as far as attention), at best on every seed. `families`: the
+  ones an experiment judges (default: every one, as distance)."""
   from src import claims as claims_lib
   family = lambda m: models_lib.get(m).family
   of = lambda f: [m for m in config.models if family(m) == f]
   gated, plain = of(models_lib.GATED), of(models_lib.PLAIN)
   attention, linear = of(models_lib.ATTENTION), of(models_lib.LINEAR)
-  families = ([claims_lib.GATING_FAMILY] * len(gated) * len(plain)
-              + [claims_lib.ATTENTION_FAMILY] * len(attention)
-              + [claims_lib.GIVES_WAY_FAMILY] * len(plain)
-              + [claims_lib.AS_FAR_FAMILY] * (len(linear) if attention
-                                              else 0))
-  return [(f, config.seeds, 'two-sided') for f in families]
+  planned = ([claims_lib.GATING_FAMILY] * len(gated) * len(plain)
+             + [claims_lib.ATTENTION_FAMILY] * len(attention)
+             + [claims_lib.GIVES_WAY_FAMILY] * len(plain)
+             + [claims_lib.AS_FAR_FAMILY] * (len(linear) if attention
+                                             else 0))
+  return [(f, config.seeds, 'two-sided') for f in planned
+          if families is None or f in families]
 
 
 def rows(group, final, config, timing) -> list[dict]:

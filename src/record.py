@@ -81,6 +81,12 @@ class ResultsCsv:
     if self.write:
       storage.write_whole(self.path, self._text(keep))
 
+  def replace(self, rows: list[dict]) -> None:
+    """Every row replaced by `rows` (rewritten atomically)."""
+    self.rows = [{k: _cell(row[k]) for k in self.columns} for row in rows]
+    if self.write:
+      storage.write_whole(self.path, self._text(self.rows))
+
   def append(self, rows: list[dict]) -> None:
     rows = [{k: _cell(row[k]) for k in self.columns} for row in rows]
     if self.write and storage.is_remote(self.path):  # no append in a bucket

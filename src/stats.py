@@ -264,15 +264,16 @@ def seed_count(k: int, n: int, family: str | None = None) -> dict:
   the claim is its own family). The claim's fields for `judge_families`,
   and the verdict from the raw p until it runs. No seed to judge:
   inconclusive, and no test."""
+  named = {'family': family} if family else {}
   if n == 0:
-    return dict(verdict=INCONCLUSIVE, test='per seed (no seed to judge)')
+    return dict(verdict=INCONCLUSIVE, test='per seed (no seed to judge)',
+                seeds=0, **named)
   p, p_min = binomial(k, n), smallest_p(n)
   if_significant = HELD if 2 * k > n else NOT_HELD
   verdict = (underpowered(n) if p_min >= ALPHA else
              if_significant if p < ALPHA else INCONCLUSIVE)
   return dict(verdict=verdict, test=SEED_COUNT, p=p, p_min=p_min, seeds=n,
-              if_significant=if_significant,
-              **({'family': family} if family else {}))
+              if_significant=if_significant, **named)
 
 
 def judge_families(claims: list[dict], alpha: float = ALPHA) -> list[dict]:

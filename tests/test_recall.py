@@ -116,7 +116,7 @@ def test_state_floats():
   assert state('lstm_chrono') == 2 * 32
 
 
-def table(values: dict, seeds=5):
+def table(values: dict, seeds=6):
   """results rows from {(model, pairs, width): accuracy or per-seed list}."""
   rows = []
   for (m, P, w), acc in values.items():
@@ -126,7 +126,7 @@ def table(values: dict, seeds=5):
   return rows
 
 
-def curves_for(names, fall, seeds=5, steps=100):
+def curves_for(names, fall, seeds=6, steps=100):
   """curves.csv rows whose loss falls by `fall` from steps/2 to steps."""
   return [dict(group=n, model=n.split('_d')[0], length='64', seed=str(s),
                step=str(t), train_loss=str(1.0 if t <= steps // 2
@@ -154,12 +154,13 @@ def test_claims_on_hand_made_tables():
   rows = table({('attention', 4, 16): 1.0, ('attention', 4, 64): 1.0,
                 ('attention', 16, 16): 1.0, ('attention', 16, 64): 0.995,
                 ('lru', 4, 16): 1.0, ('lru', 4, 64): 1.0,
-                ('lru', 16, 16): [0.3, 0.4, 0.2, 0.5, 0.3],
+                ('lru', 16, 16): [0.3, 0.4, 0.2, 0.5, 0.3, 0.4],
                 ('lru', 16, 64): 0.999})
   c = claims_of(rows, flat)
   att = c['attention', 'recalls']
-  assert att['verdict'] == 'held' and att['p'] == pytest.approx(0.5 ** 5)
-  assert att['p_min'] == pytest.approx(0.5 ** 5)
+  # Every seed recalls: a two-sided binomial test on 6 seeds, p = 2 / 64.
+  assert att['verdict'] == 'held'
+  assert att['p'] == att['p_min'] == pytest.approx(2 * 0.5 ** 6)
   assert att['family'] == recall.ATTENTION_FAMILY
   assert len(c) == 3
   for claim in (c['lru', 'falls'], c['lru', 'grows']):
@@ -189,7 +190,7 @@ def test_underpowered_with_few_seeds():
   config = dataclasses.replace(CONFIG, models=('attention',))
   [claim] = recall.summarize(config, rows, [])['claims']
   assert claim['verdict'].startswith('inconclusive (underpowered')
-  assert claim['p_min'] == pytest.approx(0.125)
+  assert claim['p_min'] == pytest.approx(0.25)  # two-sided, 3 seeds
 
 
 def test_bad_grid_is_one_line_naming_the_flag():

@@ -160,7 +160,10 @@ def test_a_still_falling_loss_turns_a_failure_inconclusive(losses, verdict):
   summary = distance_summary({'attention': upto(1000), 'rnn': upto(10)},
                              lengths, curves=curves)
   claim, = [c for c in summary['claims'] if 'gives way' in c['claim']]
-  assert claim['verdict'] == verdict, claim['measured']
+  # As the runner judges it (8 of 8 seeds: p = 2/256): a count of seeds
+  # still learning stays inconclusive after its test.
+  judged, = stats.judge_families([claim])
+  assert claim['verdict'] == judged['verdict'] == verdict, claim['measured']
   assert ('still learning at 400 steps' in claim['measured']) == (
       verdict == 'inconclusive')
 
