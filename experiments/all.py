@@ -1,8 +1,8 @@
 """The whole lesson in one command: every experiment, then REPORT.md.
 
-Command: `python run.py --exp=all` (about two hours on a 2-core CPU: 114
-minutes before recall on 2026-12-01), or `python run.py --exp=all --quick`
-for a first look (27 minutes cold on the 2-core CPU, 2026-12-02).
+Command: `python run.py --exp=all` (83 minutes on a 2-core CPU, cold
+cache, 2026-12-02), or `python run.py --exp=all --quick` for a first look
+(12 minutes, the same day).
 Runs the parts in RUNS (every experiment but throughput, and distance and
 induction once more for the linear recurrences), each as its own `run.py`
 process in a sub-workdir (`<workdir>/<name>`, checkpoints in
