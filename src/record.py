@@ -75,11 +75,8 @@ class ResultsCsv:
     """Removes the rows for which `where(row)` holds (rewritten atomically):
     what a killed run wrote past its last checkpoint."""
     keep = [r for r in self.rows if not where(r)]
-    if len(keep) == len(self.rows):
-      return
-    self.rows = keep
-    if self.write:
-      storage.write_whole(self.path, self._text(keep))
+    if len(keep) < len(self.rows):
+      self.replace(keep)
 
   def replace(self, rows: list[dict]) -> None:
     """Every row replaced by `rows` (rewritten atomically)."""
