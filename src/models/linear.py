@@ -441,9 +441,9 @@ def _torch_uniform(fan_in):
 def _ssm_step(h_BxNxI, u_BxI, delta_BxI, A_NxI, b_BxN):
   """One position: h = dA h + dB x with dA = exp(Delta A), dB x = Delta B x
   (Mamba's zero-order hold for A, Euler for B, as its `selective_scan_ref`);
-  returns h and dA. The channels I are the minor axis: sums over N are
-  sums of whole vectors, and XLA's CPU backend compiles the chunk's unrolled
-  positions in about two thirds of the time the (B, I, N) order took."""
+  returns h and dA. The channels I are the minor axis: XLA's CPU backend
+  compiles the chunk's unrolled positions in about two thirds of the time
+  the (B, I, N) order took."""
   dA_BxNxI = jnp.exp(delta_BxI[:, None, :] * A_NxI)
   dBx_BxNxI = b_BxN[..., None] * (delta_BxI * u_BxI)[:, None, :]
   return dA_BxNxI * h_BxNxI + dBx_BxNxI, dA_BxNxI
