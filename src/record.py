@@ -127,8 +127,15 @@ def tb_writer(logdir, *, purge_step: int | None = None, describe=None,
   # Event files in a bucket through epath, like every other file of the run
   # (tensorboardX's own gs:// writer would need google-cloud-storage apart).
   record_writer.register_writer_factory('gs', _BucketEventFiles())
-  writer = SummaryWriter(os.fspath(logdir), purge_step=purge_step or None,
-                         flush_secs=10, filename_suffix=filename_suffix)
+  writer = SummaryWriter(os.fspath(logdir), flush_secs=FLUSH_SECS,
+                         filename_suffix=filename_suffix)
+  _write_in_place(writer.file_writer.event_writer)
+  if purge_step:  # what SummaryWriter(purge_step=...) writes, in order
+    from tensorboardX.proto.event_pb2 import Event, SessionLog
+    writer.file_writer.add_event(Event(step=purge_step,
+                                       file_version='brain.Event:2'))
+    writer.file_writer.add_event(Event(
+        step=purge_step, session_log=SessionLog(status=SessionLog.START)))
   described = set()
 
   def value(tag, v):
@@ -157,6 +164,28 @@ def tb_writer(logdir, *, purge_step: int | None = None, describe=None,
     writer.add_scalar = lambda tag, v, step=None, walltime=None: (
         add_scalars_at({tag: v}, step, walltime))
   return writer
+
+
+FLUSH_SECS = 10  # an event reaches the file (and a live TensorBoard) this soon
+
+
+def _write_in_place(events) -> None:
+  """Makes a tensorboardX EventFileWriter write each event in the caller's
+  thread, flushing every FLUSH_SECS, where it would pickle it through a
+  multiprocessing queue to a thread of its own: 0.28 ms an event on the 2-core
+  VM, 31,000 events (7 s of CPU) in the reference sweep, whose training
+  shares those cores. Its own thread then has nothing to write."""
+  last_flush = [0.0]
+
+  def add_event(event):
+    if events._closed:
+      return
+    events._ev_writer.write_event(event)
+    if time.time() - last_flush[0] > FLUSH_SECS:
+      events._ev_writer.flush()
+      last_flush[0] = time.time()
+
+  events.add_event = add_event
 
 
 class _BucketEventFile:
