@@ -166,7 +166,8 @@ def build(group: Group, config, **kwargs) -> train_lib.Ensemble:
   """The ensemble of one group, its recipe attached."""
   r = recipe(group, config)
   ensemble = train_lib.build(r, probe=group.probe,
-                             probe_examples=group.probe_examples, **kwargs)
+                             probe_examples=group.probe_examples,
+                             eval_examples=config.eval_examples, **kwargs)
   ensemble.recipe = r
   return ensemble
 
@@ -288,10 +289,10 @@ class _CompileAhead:
 
   def __init__(self, module, config):
     self.config = config
-    self.streams = (() if hasattr(module, 'measure')
-                    else (tasks_lib.EVAL_STREAM,)) + (
-                        (tasks_lib.VALIDATION_STREAM,)
-                        if len(config.rates) > 1 else ())
+    # The final test's strings, where the runner tests (and validates) with
+    # `evaluate`; an experiment's own `measure` has programs of its own.
+    self.eval_examples = (None if hasattr(module, 'measure')
+                          else config.eval_examples)
     self._pool = concurrent.futures.ThreadPoolExecutor(
         1, thread_name_prefix='compile_ahead')
     self._built = {}
@@ -306,7 +307,7 @@ class _CompileAhead:
       sizes.update(train_lib.chunks(start, budget, self.config.chunk_steps))
       start = budget
     self._pool.submit(ensemble.compile_ahead, sorted(sizes),
-                      self.config.eval_examples, self.streams)
+                      self.eval_examples)
 
   def take(self, group):
     """`group`'s ensemble, which `prepare` built."""

@@ -166,12 +166,21 @@ class Ensemble:
                learning_rates, mesh: jax.sharding.Mesh | None = None,
                probe: Callable | None = None, probe_examples: int = 512,
                curve_examples: int | None = None,
+               eval_examples: int | None = None,
                min_local_seeds: int = MIN_LOCAL_SEEDS):
     self.task = task
     # Test accuracy on `curve_examples` fresh strings at the end of every
-    # chunk, inside the compiled program: the test curve (0: none).
+    # chunk: the test curve (0: none).
     self.curve_examples = (CURVE_EXAMPLES if curve_examples is None
                            else curve_examples)
+    # The strings the test program draws (`_test_program`): the final
+    # test's `eval_examples`, whose first chunks the curve evaluates too
+    # (the first n strings of a draw are the n strings a smaller draw gives),
+    # so one program compiles for both; else the curve's own.
+    chunk = eval_examples and eval_chunk(eval_examples)
+    self.test_examples = (
+        eval_examples if chunk and self.curve_examples % chunk == 0
+        and self.curve_examples <= eval_examples else self.curve_examples)
     # probe(model, tokens, labels) -> pytree, measured on a fixed batch at the
     # end of every chunk, inside the compiled program.
     self.probe, self.probe_examples = probe, probe_examples
@@ -222,13 +231,6 @@ class Ensemble:
       (params, opt_state, diverged), (loss_T, acc_T) = jax.lax.scan(
           step, carry, steps_T)
       metrics = {'loss': loss_T, 'accuracy': acc_T}
-      if self.curve_examples:
-        tokens_BxL, labels_B = self.task.sample(
-            tasks_lib.curve_key(data_key, start_step + num_steps),
-            self.curve_examples)
-        curve = self._loss_and_accuracy(self.model(params), tokens_BxL,
-                                        labels_B)
-        metrics['test_accuracy'] = curve['accuracy']
       if self.probe is not None:
         metrics['probe'] = self._measure_one(
             params, data_key, self.probe, tasks_lib.PROBE_STREAM,
@@ -301,11 +303,43 @@ class Ensemble:
     return (('measure', fn, stream, num_examples,
              task and (task.name, task.length)), self._per_device(run, 2))
 
-  def compile_ahead(self, chunk_sizes=(), eval_examples=None,
-                    streams=(tasks_lib.EVAL_STREAM,)) -> None:
+  def _test_program(self, num_examples, task):
+    """Loss and accuracy on the first `chunks` chunks (EVAL_CHUNK strings
+    or fewer) of `num_examples` fresh strings of stream `stream`, drawn at
+    `step` where `at_step` (the curve's), every member. The stream, the
+    step and the chunks are arguments: one program serves the test curve,
+    the final test and the validation strings."""
+    def one(params, data_key, stream, step, at_step, chunks):
+      key = tasks_lib.stream_key(data_key, stream)
+      key = jax.random.wrap_key_data(jnp.where(
+          at_step, jax.random.key_data(tasks_lib.fold_in(key, step)),
+          jax.random.key_data(key)))
+      tokens_BxL, labels_B = (task or self.task).sample(key, num_examples)
+      return _chunked_loss_and_accuracy(self.model(params), tokens_BxL,
+                                        labels_B, chunks)
+
+    def run(params, keys, *scalars):
+      return jax.vmap(one, in_axes=(0, 0) + (None,) * len(scalars))(
+          params, jax.random.wrap_key_data(keys), *scalars)
+    return (('test', num_examples, task and (task.name, task.length)),
+            self._per_device(run, 2))
+
+  def _test(self, params, num_examples, *, task=None,
+            stream=tasks_lib.EVAL_STREAM, step=0, at_step=False, chunks=None,
+            ahead=False):
+    """Runs (or, `ahead`, only compiles) the test program of
+    `num_examples` strings (`_test_program`); every chunk by default."""
+    args = (self._data_keys, np.int32(stream), np.int32(step),
+            np.bool_(at_step),
+            np.int32(chunks or num_examples // eval_chunk(num_examples)))
+    compiled = self._compile(*self._test_program(num_examples, task),
+                             params, *args, ahead=ahead)
+    return None if ahead else compiled(params, *args)
+
+  def compile_ahead(self, chunk_sizes=(), eval_examples=None) -> None:
     """Compiles the programs this group's training (chunks of each of
-    `chunk_sizes` steps) and `evaluate(num_examples=eval_examples)` on each
-    of `streams` will ask for, from the state's shapes alone: the runner
+    `chunk_sizes` steps, and its test curve) and `evaluate(num_examples=
+    eval_examples)` will ask for, from the state's shapes alone: the runner
     calls it in a thread for the next group while this one trains. A
     program that fails to compile here is compiled (and fails) again when
     it is asked for."""
@@ -314,12 +348,9 @@ class Ensemble:
       self._compile(('train', n), self._train_program(n), state,
                     self._data_keys, self._rates, np.int32(0), donate=(0,),
                     ahead=True)
-    if eval_examples:
-      for stream in streams:
-        name, program = self._measure_program(
-            _chunked_loss_and_accuracy, stream, eval_examples, None)
-        self._compile(name, program, state['params'], self._data_keys,
-                      ahead=True)
+    for n in {self.test_examples if self.curve_examples else None,
+              eval_examples} - {None, 0}:
+      self._test(state['params'], n, ahead=True)
 
   # -- public API -------------------------------------------------------------
 
@@ -373,12 +404,20 @@ class Ensemble:
 
   def train_chunk(self, state, start_step: int, num_steps: int):
     """Trains every member for `num_steps` steps; returns (state,
-    metrics_SxT)."""
+    metrics_SxT), with the test curve's point (`test_accuracy`, per member)
+    at the chunk's end."""
     keys, rates = self._data_keys, self._rates
     start = np.int32(start_step)
     fn = self._compile(('train', num_steps), self._train_program(num_steps),
                        state, keys, rates, start, donate=(0,))
-    return fn(state, keys, rates, start)
+    state, metrics = fn(state, keys, rates, start)
+    if self.curve_examples:
+      metrics['test_accuracy'] = self._test(
+          state['params'], self.test_examples,
+          stream=tasks_lib.CURVE_STREAM, step=start_step + num_steps,
+          at_step=True, chunks=(self.curve_examples
+                                // eval_chunk(self.test_examples)))['accuracy']
+    return state, metrics
 
   def measure(self, params, fn, *, stream=tasks_lib.EVAL_STREAM,
               num_examples: int = 2048, task=None) -> dict:
@@ -396,8 +435,8 @@ class Ensemble:
     """Per-seed loss and accuracy on fresh strings training never sees,
     EVAL_CHUNK strings at a time (a model's forward pass over all of them
     at once can need gigabytes: Mamba's scan states)."""
-    return self.measure(params, _chunked_loss_and_accuracy, stream=stream,
-                        num_examples=num_examples, task=task)
+    return self.unpad(self._test(params, num_examples, task=task,
+                                 stream=stream))
 
   def unpad(self, tree: Any) -> Any:
     """Drops the padding members from a member-stacked pytree (on the
@@ -447,20 +486,35 @@ def build(recipe: dict, **kwargs) -> Ensemble:
 EVAL_CHUNK = 256  # test strings per forward pass in `evaluate`
 
 
-def _chunked_loss_and_accuracy(model, tokens_BxL, labels_B):
-  """Mean loss and accuracy over the strings, computed in equal chunks of
-  at most EVAL_CHUNK: the mean of the chunks' means is the mean (the
-  accuracy exactly, the loss up to float rounding; with labels per position,
-  when every string asks as many, as multi-query recall's do)."""
+def eval_chunk(num_examples: int) -> int:
+  """Strings per forward pass of a test on `num_examples`: the largest
+  divisor up to EVAL_CHUNK."""
+  return max(c for c in range(1, min(num_examples, EVAL_CHUNK) + 1)
+             if num_examples % c == 0)
+
+
+def _chunked_loss_and_accuracy(model, tokens_BxL, labels_B, chunks=None):
+  """Mean loss and accuracy over the first `chunks` (default: all) equal
+  chunks of the strings, of `eval_chunk` strings each: the mean of the
+  chunks' means is the mean (the accuracy exactly, the loss up to float
+  rounding; with labels per position, when every string asks as many, as
+  multi-query recall's do). `chunks` may be traced: one program for any."""
   B = tokens_BxL.shape[0]
-  chunk = max(c for c in range(1, min(B, EVAL_CHUNK) + 1) if B % c == 0)
-  def one(batch):
-    tokens, labels = batch
-    return Ensemble._loss_and_accuracy(model, tokens, labels)
-  per_chunk = jax.lax.map(one, (tokens_BxL.reshape(B // chunk, chunk, -1),
-                                labels_B.reshape(B // chunk, chunk,
-                                                 *labels_B.shape[1:])))
-  return jax.tree.map(lambda x: x.mean(0), per_chunk)
+  chunk = eval_chunk(B)
+  M = B // chunk
+  tokens_MxCxL = tokens_BxL.reshape(M, chunk, -1)
+  labels_MxC = labels_B.reshape(M, chunk, *labels_B.shape[1:])
+
+  def one(i, out_M):
+    result = Ensemble._loss_and_accuracy(model, tokens_MxCxL[i],
+                                         labels_MxC[i])
+    return jax.tree.map(lambda o, r: o.at[i].set(r), out_M, result)
+
+  zeros = {'loss': jnp.zeros(M), 'accuracy': jnp.zeros(M)}
+  chunks = M if chunks is None else chunks
+  # Chunks not run stay 0: the sum over all M is the sum over those run.
+  per_chunk = jax.lax.fori_loop(0, chunks, one, zeros)
+  return jax.tree.map(lambda x: x.sum(0) / chunks, per_chunk)
 
 
 def restore(ensemble: Ensemble, checkpoints):

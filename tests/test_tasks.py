@@ -138,3 +138,23 @@ def test_decoys_put_a_and_b_in_the_filler_and_change_nothing_else():
   assert tasks.memory_task(L, 8).params == {'num_filler': 8}
   assert tasks.memory_task(L, 8, 0.25).params == {'num_filler': 8,
                                                   'decoys': 0.25}
+
+
+@pytest.mark.parametrize('name, length, params', [
+    ('memory', 12, dict(num_filler=8)),
+    ('memory', 12, dict(num_filler=8, decoys=0.25)),
+    ('two_symbol', 12, dict(num_filler=8)),
+    ('induction', 12, dict(vocab=8)),
+    ('trigger_induction', 12, dict(vocab=8)),
+    ('recall', 24, dict(num_pairs=4, vocab=16)),
+    ('routing', 12, dict(function='copy', k=4, num_filler=8, tagged=True)),
+])
+def test_a_draws_first_strings_are_a_smaller_draws(name, length, params):
+  """Each string is a hash of the key and its own index, so the first n
+  strings of a draw of 4n are the draw of n: the test curve evaluates the
+  first chunk of the final test's program's draw (`train._test_program`)."""
+  task = tasks.make_task(name, length, **params)
+  key = jax.random.key(5)
+  small, large = task.sample(key, 64), task.sample(key, 256)
+  for a, b in zip(small, large):
+    np.testing.assert_array_equal(a, b[:64])

@@ -52,10 +52,9 @@ def test_programs_compiled_ahead_are_the_ones_training_runs():
     if ahead:
       ens.compile_ahead(train.chunks(0, 25, 10), eval_examples=64)
       programs = {name: f.result() for name, f in ens._compiled.items()}
-      assert {name[:2] for name in programs} == {('train', 10),
-                                                  ('train', 5),
-                                                  ('measure',
-                                                   train._chunked_loss_and_accuracy)}
+      # The test curve's program (256 strings) and the final test's (64).
+      assert {name[:2] for name in programs} == {
+          ('train', 10), ('train', 5), ('test', 256), ('test', 64)}
     state = train.fit(ens, ens.init(), 0, steps=25, chunk_steps=10)
     runs.append((ens.unpad(state), ens.evaluate(state['params'],
                                                 num_examples=64)))
@@ -64,6 +63,28 @@ def test_programs_compiled_ahead_are_the_ones_training_runs():
           programs)
   for a, b in zip(jax.tree.leaves(runs[0]), jax.tree.leaves(runs[1])):
     np.testing.assert_array_equal(a, b)
+
+
+def test_the_curve_is_the_same_from_the_final_tests_program():
+  """With `eval_examples` the test curve runs the final test's program on
+  the first chunk of its strings (one program fewer to compile): the curve
+  is the one its own program gives, bit for bit, and so is the test."""
+  runs = []
+  for eval_examples in (None, 512):
+    ens = train.Ensemble(ensemble(model='rnn', length=6).model_fn,
+                         tasks.memory_task(6, 8), num_seeds=2, seed=0,
+                         batch_size=32, learning_rates=3e-3,
+                         eval_examples=eval_examples)
+    assert ens.test_examples == (eval_examples or train.CURVE_EXAMPLES)
+    curve = []
+    train.fit(ens, ens.init(), 0, steps=20, chunk_steps=10,
+              on_chunk=lambda step, m: curve.append(
+                  ens.unpad(m['test_accuracy'])))
+    runs.append(curve)
+    assert {name[0] for name in ens._compiled} == {'train', 'test'}
+    assert len([n for n in ens._compiled if n[0] == 'test']) == 1
+  np.testing.assert_array_equal(runs[0], runs[1])
+  assert 0 < np.mean(runs[0]) <= 1
 
 
 def test_a_program_that_fails_ahead_fails_again_where_it_is_used():
