@@ -45,7 +45,8 @@ def seed_mesh(devices=None) -> jax.sharding.Mesh:
 
 
 MIN_LOCAL_SEEDS = 2  # XLA compiles a seed axis of 1 differently: avoid it
-# Fresh test strings at the end of every chunk: the test curve, in the program.
+# Fresh test strings at the end of every chunk: the test curve, drawn and
+# tested on the device (`Ensemble._test_program`).
 CURVE_EXAMPLES = 256
 
 
@@ -304,16 +305,15 @@ class Ensemble:
              task and (task.name, task.length)), self._per_device(run, 2))
 
   def _test_program(self, num_examples, task):
-    """Loss and accuracy on the first `chunks` chunks (EVAL_CHUNK strings
-    or fewer) of `num_examples` fresh strings of stream `stream`, drawn at
-    `step` where `at_step` (the curve's), every member. The stream, the
-    step and the chunks are arguments: one program serves the test curve,
-    the final test and the validation strings."""
-    def one(params, data_key, stream, step, at_step, chunks):
-      key = tasks_lib.stream_key(data_key, stream)
+    """Loss and accuracy on the first `chunks` chunks (`eval_chunk`
+    strings each) of `num_examples` fresh strings, every member: of stream
+    `stream`, or where `curve`, the test curve's at `step`. They are
+    arguments: one program serves the test curve, the final test and the
+    validation strings."""
+    def one(params, data_key, stream, step, curve, chunks):
       key = jax.random.wrap_key_data(jnp.where(
-          at_step, jax.random.key_data(tasks_lib.fold_in(key, step)),
-          jax.random.key_data(key)))
+          curve, jax.random.key_data(tasks_lib.curve_key(data_key, step)),
+          jax.random.key_data(tasks_lib.stream_key(data_key, stream))))
       tokens_BxL, labels_B = (task or self.task).sample(key, num_examples)
       return _chunked_loss_and_accuracy(self.model(params), tokens_BxL,
                                         labels_B, chunks)
@@ -325,12 +325,13 @@ class Ensemble:
             self._per_device(run, 2))
 
   def _test(self, params, num_examples, *, task=None,
-            stream=tasks_lib.EVAL_STREAM, step=0, at_step=False, chunks=None,
+            stream=tasks_lib.EVAL_STREAM, curve_step=None, chunks=None,
             ahead=False):
     """Runs (or, `ahead`, only compiles) the test program of
-    `num_examples` strings (`_test_program`); every chunk by default."""
-    args = (self._data_keys, np.int32(stream), np.int32(step),
-            np.bool_(at_step),
+    `num_examples` strings (`_test_program`) on `stream`, or on the test
+    curve's strings at `curve_step`; every chunk by default."""
+    args = (self._data_keys, np.int32(stream), np.int32(curve_step or 0),
+            np.bool_(curve_step is not None),
             np.int32(chunks or num_examples // eval_chunk(num_examples)))
     compiled = self._compile(*self._test_program(num_examples, task),
                              params, *args, ahead=ahead)
@@ -412,11 +413,10 @@ class Ensemble:
                        state, keys, rates, start, donate=(0,))
     state, metrics = fn(state, keys, rates, start)
     if self.curve_examples:
+      chunks = self.curve_examples // eval_chunk(self.test_examples)
       metrics['test_accuracy'] = self._test(
           state['params'], self.test_examples,
-          stream=tasks_lib.CURVE_STREAM, step=start_step + num_steps,
-          at_step=True, chunks=(self.curve_examples
-                                // eval_chunk(self.test_examples)))['accuracy']
+          curve_step=start_step + num_steps, chunks=chunks)['accuracy']
     return state, metrics
 
   def measure(self, params, fn, *, stream=tasks_lib.EVAL_STREAM,
