@@ -308,7 +308,7 @@ def estimate_bytes(config: Config) -> int:
   keeps per string."""
   from src import train as train_lib  # deferred: it imports jax
   strings = max(2 * config.batch_size,
-                min(config.eval_examples, train_lib.EVAL_CHUNK))
+                train_lib.eval_chunk(config.eval_examples))
   worst = 0
   for model in config.models:
     activations = models_lib.get(model).activations
