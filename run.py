@@ -26,7 +26,9 @@ flags.DEFINE_string('exp', 'distance', 'experiment to run: one of '
 flags.DEFINE_string('workdir', None, 'output folder, local or gs://bucket/... '
                     '(default runs/<exp>)')
 flags.DEFINE_string('checkpoint_dir', None, 'checkpoint folder, local or '
-                    'gs://bucket/... (default checkpoints/<exp>)')
+                    'gs://bucket/..., owned by this run (default: follows '
+                    '--workdir, runs/X -> checkpoints/X, else '
+                    '<workdir>/checkpoints)')
 flags.DEFINE_string('compilation_cache_dir', '.jax_cache',
                     'persistent XLA compilation cache, so a rerun does not '
                     'compile again; empty disables it')
@@ -46,7 +48,8 @@ flags.DEFINE_bool('quick', False,
                   "the experiment's CPU-fast variant: a first look in a "
                   'fraction of the time')
 flags.DEFINE_bool('overwrite', False,
-                  'discard the run in --workdir and its checkpoints first')
+                  'discard the run in --workdir and the checkpoint folder it '
+                  'owns first (never another run\'s: refused)')
 flags.DEFINE_bool('print_config', False,
                   'print every config field the experiment reads, its value '
                   'and where it came from (default, quick, flag or flagfile), '

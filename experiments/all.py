@@ -6,7 +6,8 @@ cache, 2026-12-02), or `python run.py --exp=all --quick` for a first look
 Runs the parts in RUNS (every experiment but throughput, and distance and
 induction once more for the linear recurrences), each as its own `run.py`
 process in a sub-workdir (`<workdir>/<name>`, checkpoints in
-`<checkpoint_dir>/<name>`), so each resumes as usual; then reads their
+`<checkpoint_dir>/<name>`, each part's own), so each resumes as usual; then
+reads their
 summary.json files and writes REPORT.md: claim by claim, the measured number,
 the verdict, the figure and the command that reproduces it. The links are
 relative: zip the folder or push it to GitHub and it still reads.
@@ -21,10 +22,12 @@ import time
 from pathlib import Path
 
 import experiments
-from src import models as models_lib
+from src import checkpoint as checkpoint_lib
 from src import config as config_lib
 from src import experiment
+from src import models as models_lib
 from src import record
+from src import storage
 from src.checkpoint import Preempted
 from src.config import Config
 
@@ -150,6 +153,8 @@ def run(config: Config, run_dir, *, stop=None, flags=None) -> dict:
   for name in chosen(config):
     if stop is not None and stop.requested:
       raise Preempted(stop.signum, f'before {name}')
+    if checkpoint_lib.fault_due(f'before {name}'):
+      checkpoint_lib.die(f'before {name}')
     command = part_command(name, run_dir, passthrough_, config.quick)
     print(f'\n=== {name}: {" ".join(command)}', flush=True)
     start = time.perf_counter()
@@ -269,7 +274,7 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   report = '\n'.join(header) + '\n\n' + '\n'.join(sections)
   summary = {'claims': claims, 'wall_s': walls, 'quick': config.quick}
   if run_dir.is_writer:
-    (run_dir.path / 'REPORT.md').write_text(report)
+    storage.write_whole(run_dir.path / 'REPORT.md', report)
   record.publish(run_dir, config, summary,
                  lambda writer: writer.add_text('report', report, 0),
                  fields=experiments.fields('all'))

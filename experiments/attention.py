@@ -15,6 +15,7 @@ with the dispersed beam. `--lengths=10,20,50` gives the masses against length.
 """
 
 import dataclasses
+import io
 
 import numpy as np
 
@@ -189,9 +190,10 @@ class _History:
     self.weights = [self.weights[i] for i in keep] + [weights_SxCxL.mean(0)]
     if writer is None:
       return
-    with self.path.open('wb') as f:
-      np.savez(f, steps=np.asarray(self.steps),
-               weights=np.asarray(self.weights))
+    saved = io.BytesIO()  # written whole: a full disk leaves the old one
+    np.savez(saved, steps=np.asarray(self.steps),
+             weights=np.asarray(self.weights))
+    storage.write_whole(self.path, saved.getvalue())
     for c, cls in enumerate(CLASSES):
       grid_TxL = np.asarray(self.weights)[:, c]
       writer.add_image(f'searchlight/{cls}', heat_map(

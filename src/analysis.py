@@ -30,10 +30,12 @@ from flax import nnx
 
 from src import models as models_lib
 from src import probes
+from src import rundir
 from src import storage
 from src import tasks as tasks_lib
 from src import train as train_lib
 from src.checkpoint import GroupCheckpoints
+from src.config import ConfigError
 from src.models import recurrent as recurrent_lib
 
 
@@ -92,10 +94,7 @@ def load_run(workdir) -> Run:
             if parts else '')
     raise NotFound(f'{path}: no results.csv{hint}')
   config = meta['config']
-  flags = meta.get('provenance', {}).get('flags', {})
-  # Runs from before config.json recorded it: the flag, else its default.
-  checkpoint_dir = (meta.get('checkpoint_dir') or flags.get('checkpoint_dir')
-                    or f'checkpoints/{config["exp"]}')
+  checkpoint_dir = rundir.recorded_checkpoint_dir(meta)
   return Run(path=path, config=config, command=meta.get('command', ''),
              results=_csv(path / 'results.csv'),
              curves=_csv(path / 'curves.csv'),
@@ -281,6 +280,10 @@ def load_seed(run, group: str, seed: int, checkpoint_dir=None,
   if not folder.exists():
     raise NotFound(f'no checkpoint of {group}: {folder} does not exist '
                    '(pass checkpoint_dir= if they moved)')
+  try:  # never another recipe's checkpoints, read as this group's
+    rundir.check_recipe(folder, recipe, run.path)
+  except ConfigError as e:
+    raise NotFound(str(e).split(': ', 1)[1].split('; --overwrite')[0]) from None
   checkpoints = GroupCheckpoints(folder, read_only=True)
   try:
     steps = checkpoints.steps()

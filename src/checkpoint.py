@@ -11,6 +11,7 @@ unreadable checkpoint may be a storage hiccup or a code change, and renaming
 it back restores it. The folder may be local or a bucket (`src/storage.py`).
 """
 
+import os
 import signal
 
 import jax
@@ -53,6 +54,24 @@ class StopRequest:
   @property
   def requested(self) -> bool:
     return self.signum is not None
+
+
+def fault_due(where: str) -> bool:
+  """Tests: whether the run is to die at `where` (`group@step`, or `before
+  PART` in --exp=all), as $SEARCHLIGHT_FAULT_KILL_AT or
+  $SEARCHLIGHT_FAULT_KILL_TREE names it."""
+  return where in (os.environ.get('SEARCHLIGHT_FAULT_KILL_AT'),
+                   os.environ.get('SEARCHLIGHT_FAULT_KILL_TREE'))
+
+
+def die(where: str) -> None:
+  """Tests: SIGKILL, as a preempted VM dies: this process
+  ($SEARCHLIGHT_FAULT_KILL_AT), or its whole process group
+  ($SEARCHLIGHT_FAULT_KILL_TREE: --exp=all's parent and its part, for a run
+  started in a session of its own)."""
+  if os.environ.get('SEARCHLIGHT_FAULT_KILL_TREE') == where:
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+  os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _fold(xp, leaves, bits):

@@ -63,6 +63,7 @@ import numpy as np
 from src import checkpoint as checkpoint_lib
 from src import models as models_lib
 from src import record
+from src import rundir
 from src import stats
 from src import sweep
 from src import tasks as tasks_lib
@@ -82,7 +83,8 @@ class Group:
     once, after `config.steps`).
   probe, probe_examples: measured inside the compiled program at the end of
     every chunk (`train.Ensemble`), handed to the experiment's `on_chunk`.
-  work: the relative cost of one step, for the ETA.
+  work_scale: its step's cost relative to its model's at its length (`work`,
+    for the ETA).
   """
   name: str
   model: str
@@ -94,7 +96,13 @@ class Group:
   budgets: tuple[int, ...] = ()
   probe: Callable | None = None
   probe_examples: int = 512
-  work: float = 1.0
+  work_scale: float = 1.0
+
+  @property
+  def work(self) -> float:
+    """The relative cost of one step, for the ETA (asked when the backend
+    runs: a recurrence's chunking depends on it)."""
+    return self.work_scale * models_lib.get(self.model).step_work(self.length)
 
   def model_kwargs(self) -> dict:
     """Width, heads and layers set per group (in its hparams) override the
@@ -118,8 +126,7 @@ def group(model: str, length: int, *, name: str | None = None,
       dict(task_params or {}),
       dict(key if key is not None else dict(model=model, length=length,
                                             **extra)),
-      tuple(sorted(budgets)), probe, probe_examples,
-      work_scale * models_lib.get(model).step_work(length))
+      tuple(sorted(budgets)), probe, probe_examples, work_scale)
 
 
 def hparams_for(model: str, length: int, **extra) -> dict:
@@ -160,6 +167,16 @@ def recipe(group: Group, config) -> dict:
           'num_seeds': config.seeds, 'seed': config.seed,
           'batch_size': config.batch_size,
           'learning_rates': list(config.rates)}
+
+
+def recipes(module, config) -> dict:
+  """{group name: recipe} of every group experiment `module` trains ({}
+  for one that trains none): what each group's checkpoints must have been
+  built from to be restored (`rundir.check_recipe`)."""
+  if not hasattr(module, 'groups') or hasattr(module, 'cells'):
+    return {}
+  return {g.name: recipe(g, config)
+          for g in (with_settings(g, config) for g in module.groups(config))}
 
 
 def build(group: Group, config, **kwargs) -> train_lib.Ensemble:
@@ -257,7 +274,8 @@ def run(module, config, run_dir, *, stop=None) -> dict:
       if hasattr(module, 'keep'):
         ensemble = ensemble or build(g, config)
         if params is None:
-          params = _restore_params(ensemble, run_dir.checkpoint_dir / g.name)
+          params = _restore_params(ensemble, run_dir.checkpoint_dir / g.name,
+                                   run_dir.path)
           rate = selected_rate(g, results.rows)
           if params is not None and rate is not None:
             params = ensemble.rate_first(params,
@@ -514,9 +532,10 @@ def _log_per_seed(writer, seed_writers, values: dict | None, step) -> None:
       w.add_scalar(tag, float(v[s]), step)
 
 
-def _restore_params(ensemble, folder):
+def _restore_params(ensemble, folder, workdir):
   """The final parameters of a group finished in an earlier run, from its
   checkpoint (None when there is none)."""
+  rundir.check_recipe(folder, ensemble.recipe, workdir)
   checkpoints = checkpoint_lib.GroupCheckpoints(folder)
   try:
     _, state = train_lib.restore(ensemble, checkpoints)

@@ -8,6 +8,7 @@ values, which ones were given, and the config field flags as text.
 
 import dataclasses
 import os
+import re
 import sys
 
 from src import config as config_lib
@@ -92,11 +93,13 @@ def resolve(flags: Flags, experiments, argv, *,
   parts = {part: parse_for(experiments.load(part), flags.fields, flags.quick)
            for part in getattr(experiment, 'PARTS', ())}
   workdir = storage.path(flags.workdir or f'runs/{flags.exp}')
-  checkpoint_dir = storage.path(flags.checkpoint_dir or
-                                f'checkpoints/{flags.exp}')
+  checkpoint_dir = (storage.path(flags.checkpoint_dir) if flags.checkpoint_dir
+                    else rundir.default_checkpoint_dir(workdir))
   if check_paths:
+    from src import experiment as runner  # deferred: it imports jax
     rundir.check(workdir, checkpoint_dir, config, flags.overwrite,
-                 reads=experiments.fields(flags.exp))
+                 reads=experiments.fields(flags.exp),
+                 recipes=runner.recipes(experiment, config))
     if flags.compilation_cache_dir:
       rundir.check_writable('compilation_cache_dir',
                             storage.path(flags.compilation_cache_dir))
@@ -264,6 +267,8 @@ def run(plan: Plan, flags: Flags) -> None:
   except checkpoint_lib.Preempted as e:
     preempted(e)
   except Exception as e:  # pylint: disable=broad-except
+    if storage.out_of_space(e):
+      out_of_space(e)
     if jax.process_count() == 1:
       raise
     # A peer died mid-collective: say so and leave at once (the orderly
@@ -304,6 +309,30 @@ def run_parent(plan: Plan, flags: Flags) -> None:
   except RuntimeError as e:  # a part failed; its own output says why
     sys.stderr.write(f'error: {e}\n')
     sys.exit(1)
+  except OSError as e:
+    if not storage.out_of_space(e):
+      raise
+    out_of_space(e)
+
+
+def out_of_space_line(e: BaseException) -> str:
+  """What a full disk (`e`) tells the user: the path it was writing."""
+  quoted = re.search(r'"(/[^"]+|gs://[^"]+)"', str(e))  # tensorstore's text
+  where = (getattr(e, 'filename', None) or (quoted and quoted.group(1))
+           or str(e).strip().splitlines()[0][:200])
+  return (f'error: no space left on device, writing {where}; the run is '
+          'kept up to its last checkpoint: free some space and run the same '
+          'command again to resume')
+
+
+def out_of_space(e: BaseException) -> None:
+  """A full disk: one line naming the path, exit status 1. Every file is
+  whole (written whole, or appended row by row and cut back to the last
+  row), so the same command resumes once there is space."""
+  sys.stderr.write(out_of_space_line(e) + '\n')
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(1)  # the writers' buffers would fail again at exit
 
 
 def preempted(e) -> None:

@@ -56,6 +56,8 @@ class ResultsCsv:
     self.write = write
     self.rows = []
     text = self.path.read_text() if self.path.exists() else ''
+    if text and not text.endswith('\n'):  # a row cut short (a kill): not one
+      text = text[:text.rfind('\n') + 1]
     if text:
       reader = csv.DictReader(io.StringIO(text, newline=''))
       if reader.fieldnames != self.columns:
@@ -90,9 +92,14 @@ class ResultsCsv:
       storage.write_whole(self.path, self._text(self.rows + rows))
     elif self.write:
       with open(self.path, 'a', newline='') as f:
-        csv.DictWriter(f, self.columns).writerows(rows)
-        f.flush()
-        os.fsync(f.fileno())
+        end = f.tell()
+        try:
+          csv.DictWriter(f, self.columns).writerows(rows)
+          f.flush()
+          os.fsync(f.fileno())
+        except BaseException:  # a full disk: no row half-written
+          f.truncate(end)
+          raise
     self.rows.extend(rows)
 
   def _text(self, rows) -> str:
@@ -186,6 +193,23 @@ def _write_in_place(events) -> None:
       last_flush[0] = time.time()
 
   events.add_event = add_event
+  file = events._ev_writer
+  for name in ('write_event', 'flush', 'close'):
+    setattr(file, name, _naming_the_file(getattr(file, name),
+                                         getattr(file, '_file_name', None)))
+
+
+def _naming_the_file(method, file_name):
+  """`method`, whose OSError (a full disk's names no file) names the event
+  file."""
+  def named(*args):
+    try:
+      return method(*args)
+    except OSError as e:
+      if e.filename:
+        raise
+      raise OSError(e.errno, e.strerror, file_name) from e
+  return named
 
 
 class _BucketEventFile:

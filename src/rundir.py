@@ -1,10 +1,16 @@
 """A workdir is one run: its config, a lock, and the paths it owns.
 
+A run owns its workdir and one checkpoint folder. The folder records its
+owner (`owner.json`: the workdir it was made for and the settings that
+define results), and each group's folder the recipe its checkpoints were
+trained from (`recipe.json`), so that a run never resumes from, reports
+from or deletes another run's checkpoints.
+
 `check` only reads (it runs with the flag checks, before anything is
 written); `RunDir.open` then creates the folders, takes the lock, and stores
-the config on a new run. Paths may be local or in a bucket (`src/storage.py`);
-a bucket workdir has no lock (object storage has no `fcntl`): one run per
-bucket workdir is the user's to keep.
+the config and the ownership records on a new run. Paths may be local or in
+a bucket (`src/storage.py`); a bucket workdir has no lock (object storage
+has no `fcntl`): one run per bucket workdir is the user's to keep.
 """
 
 import fcntl
@@ -18,6 +24,21 @@ from src.config import Config, ConfigError
 
 CONFIG_FILE = 'config.json'
 LOCK_FILE = '.lock'
+OWNER_FILE = 'owner.json'  # in a checkpoint folder: the run that owns it
+RECIPE_FILE = 'recipe.json'  # in a group's folder: what its checkpoints are
+
+
+def default_checkpoint_dir(workdir):
+  """Where a run's checkpoints go unless --checkpoint_dir says: for a
+  workdir under ./runs, the same path under ./checkpoints (runs/d2 ->
+  checkpoints/d2); for any other, `<workdir>/checkpoints` (a bucket's in the
+  bucket). Two workdirs never share one."""
+  if not storage.is_remote(workdir):
+    below = os.path.relpath(os.path.abspath(os.fspath(workdir)),
+                            os.path.abspath('runs'))
+    if below != '.' and not below.startswith('..'):
+      return storage.path(os.path.join('checkpoints', below))
+  return storage.path(workdir) / 'checkpoints'
 
 
 def check_writable(flag: str, path) -> None:
@@ -39,38 +60,186 @@ def check_writable(flag: str, path) -> None:
                       'expected a folder you can write to')
 
 
-def stored_config(workdir) -> dict | None:
-  path = storage.path(workdir) / CONFIG_FILE
+def _read_json(path) -> dict | None:
+  path = storage.path(path)
   if not path.exists():
     return None
   try:
-    return json.loads(path.read_text())['config']
-  except (ValueError, KeyError):
+    return json.loads(path.read_text())
+  except ValueError:
     return None
 
 
+def stored_config(workdir) -> dict | None:
+  meta = _read_json(storage.path(workdir) / CONFIG_FILE)
+  return meta.get('config') if isinstance(meta, dict) else None
+
+
+def recorded_checkpoint_dir(meta: dict) -> str:
+  """The checkpoint folder a run's config.json names (as given; older runs:
+  the flag, else the default of their day, checkpoints/<exp>)."""
+  flags = meta.get('provenance', {}).get('flags', {})
+  return (meta.get('checkpoint_dir') or flags.get('checkpoint_dir')
+          or f'checkpoints/{meta["config"]["exp"]}')
+
+
+# -- ownership ----------------------------------------------------------------------
+
+def _where(path) -> str:
+  """A path as ownership compares it: absolute (local) or the URL."""
+  text = os.fspath(path)
+  return text if storage.is_remote(text) else os.path.normpath(
+      os.path.abspath(text))
+
+
+def _within(path: str, folder: str) -> bool:
+  return path == folder or path.startswith(folder.rstrip('/') + '/')
+
+
+def owner_record(workdir, checkpoint_dir, config: Config) -> dict:
+  """What a checkpoint folder records of the run that owns it. The workdir
+  is kept absolute and relative to the folder, so that a repository moved
+  whole keeps its runs."""
+  record = {'workdir': _where(workdir), 'exp': config.exp,
+            'config': config.to_json(),
+            'created': time.strftime('%Y-%m-%dT%H:%M:%S%z')}
+  if not storage.is_remote(workdir) and not storage.is_remote(checkpoint_dir):
+    record['workdir_from_here'] = os.path.relpath(_where(workdir),
+                                                  _where(checkpoint_dir))
+  return record
+
+
+def owner(checkpoint_dir) -> str | None:
+  """The workdir (absolute, or its URL) that owns `checkpoint_dir`, None
+  when the folder records none. A record whose workdir moved with it (the
+  same place relative to the folder) names it where it is now."""
+  record = _read_json(storage.path(checkpoint_dir) / OWNER_FILE)
+  if not isinstance(record, dict) or 'workdir' not in record:
+    return None
+  if 'workdir_from_here' in record and not storage.is_remote(checkpoint_dir):
+    moved = os.path.normpath(os.path.join(_where(checkpoint_dir),
+                                          record['workdir_from_here']))
+    if moved != record['workdir'] and os.path.exists(moved):
+      return moved
+  return record['workdir']
+
+
+def _claims(workdir, checkpoint_dir) -> bool:
+  """Whether the run in `workdir` names `checkpoint_dir` in its config.json:
+  how a folder from before ownership records is known to be its."""
+  meta = _read_json(storage.path(workdir) / CONFIG_FILE)
+  if not isinstance(meta, dict) or 'config' not in meta:
+    return False
+  return _where(recorded_checkpoint_dir(meta)) == _where(checkpoint_dir)
+
+
+def _has_content(folder, ignore=(OWNER_FILE,)) -> bool:
+  folder = storage.path(folder)
+  return folder.exists() and any(
+      child.name not in ignore for child in folder.iterdir())
+
+
+def check_ownership(workdir, checkpoint_dir, overwrite: bool) -> None:
+  """Refuses a checkpoint folder that another run owns, or one that holds
+  checkpoints no record ties to this run; with --overwrite, also a workdir
+  that is not a run's and a checkpoint folder holding another run's."""
+  mine, ckpt = _where(workdir), storage.path(checkpoint_dir)
+  leave_out = (f'pass another --checkpoint_dir, or none (the default '
+               f'follows --workdir: {default_checkpoint_dir(workdir)})')
+  holder = owner(ckpt)
+  if holder is not None and holder != mine:
+    raise ConfigError(f'--checkpoint_dir: {ckpt} belongs to the run in '
+                      f'{holder}, not to this one ({workdir}); {leave_out}')
+  if holder is None and _has_content(ckpt) and not _claims(workdir, ckpt):
+    raise ConfigError(f'--checkpoint_dir: {ckpt} holds files that no record '
+                      f'ties to this run ({workdir}): another run\'s, or '
+                      f'not checkpoints; {leave_out}')
+  if not overwrite:
+    return
+  if (_has_content(workdir, ignore=(LOCK_FILE,))
+      and stored_config(workdir) is None):
+    raise ConfigError(f'--overwrite: {workdir} is not a run\'s folder (no '
+                      f'{CONFIG_FILE}) and is not empty; --overwrite '
+                      'discards runs only: pass another --workdir')
+  if ckpt.exists():
+    for record in [*ckpt.glob(f'*/{OWNER_FILE}'),
+                   *ckpt.glob(f'*/*/{OWNER_FILE}')]:
+      other = owner(record.parent)
+      if other is not None and not _within(other, mine):
+        raise ConfigError(
+            f'--overwrite: {ckpt} holds {record.parent}, which belongs to the '
+            f'run in {other}: --overwrite discards only this run\'s; move it '
+            'or pass another --checkpoint_dir')
+
+
+def check_recipe(folder, recipe: dict, workdir=None) -> None:
+  """Refuses a group's checkpoints that were trained from another recipe
+  (model and its settings, task, length, width, seeds, rates): restored,
+  they would be another model's results. Its recipe.json says; a folder from
+  before them is compared with what `workdir`'s groups.json recorded."""
+  folder = storage.path(folder)
+  stored = _read_json(folder / RECIPE_FILE)
+  if stored is None and workdir is not None and _has_content(folder):
+    stored = (_read_json(storage.path(workdir) / 'groups.json') or {}).get(
+        folder.name)
+  wanted = json.loads(json.dumps(recipe))
+  if stored is None or stored == wanted:
+    return
+  diffs = '; '.join(f'{k}: {a!r} there, {b!r} now'
+                    for k, a, b in _differences(stored, wanted))
+  raise ConfigError(f'--checkpoint_dir: {folder} holds checkpoints built '
+                    f'from another recipe ({diffs}); --overwrite discards '
+                    'them, or pass another --checkpoint_dir')
+
+
+def _differences(a, b, prefix=''):
+  if isinstance(a, dict) and isinstance(b, dict):
+    for k in dict.fromkeys([*a, *b]):
+      yield from _differences(a.get(k), b.get(k), f'{prefix}{k}.')
+  elif a != b:
+    yield prefix.rstrip('.'), a, b
+
+
+def claim_group(folder, recipe: dict, workdir=None, *,
+                is_writer: bool = True) -> None:
+  """Checks a group's folder against its recipe, then records the recipe
+  there (process 0), before any checkpoint of it is restored or saved."""
+  check_recipe(folder, recipe, workdir)
+  path = storage.path(folder) / RECIPE_FILE
+  if is_writer and not path.exists():
+    from src.record import write_json
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, recipe)
+
+
 def check(workdir, checkpoint_dir, config: Config, overwrite: bool,
-          reads=None) -> None:
-  """Refuses unusable paths and a workdir that holds a different run: one
-  whose config differs in a field that defines results and that the
-  experiment `reads` (its FIELDS; None: every field). A field it does not
-  read cannot have changed its results, so a field added to Config later
-  does not stop an older run from resuming."""
+          reads=None, recipes: dict | None = None) -> None:
+  """Refuses unusable paths, a checkpoint folder that is not this run's
+  (`check_ownership`), a group whose checkpoints were built from another
+  of `recipes` ({group name: recipe}), and a workdir that holds a different
+  run: one whose config differs in a field that defines results and that
+  the experiment `reads` (its FIELDS; None: every field). A field it does
+  not read cannot have changed its results, so a field added to Config
+  later does not stop an older run from resuming."""
   check_writable('workdir', workdir)
   check_writable('checkpoint_dir', checkpoint_dir)
-  stored = stored_config(workdir)
-  if stored is None or overwrite:
+  check_ownership(workdir, checkpoint_dir, overwrite)
+  if overwrite:
     return
-  wanted = json.loads(json.dumps(config.to_json()))
-  run_fields = [k for k in config.run_fields()
-                if reads is None or k in ('exp', 'quick', *reads)]
-  diffs = [f'{k}: {stored.get(k)!r} there, {wanted[k]!r} now'
-           for k in run_fields if stored.get(k) != wanted[k]]
-  if diffs:
-    raise ConfigError(
-        f'--workdir: {workdir} holds a run with different settings ('
-        + '; '.join(diffs) + '); pass a new --workdir, or --overwrite to '
-        'discard it')
+  stored = stored_config(workdir)
+  if stored is not None:
+    wanted = json.loads(json.dumps(config.to_json()))
+    run_fields = [k for k in config.run_fields()
+                  if reads is None or k in ('exp', 'quick', *reads)]
+    diffs = [f'{k}: {stored.get(k)!r} there, {wanted[k]!r} now'
+             for k in run_fields if stored.get(k) != wanted[k]]
+    if diffs:
+      raise ConfigError(
+          f'--workdir: {workdir} holds a run with different settings ('
+          + '; '.join(diffs) + '); pass a new --workdir, or --overwrite to '
+          'discard it')
+  for name, recipe in (recipes or {}).items():
+    check_recipe(storage.path(checkpoint_dir) / name, recipe, workdir)
 
 
 class RunDir:
@@ -99,15 +268,19 @@ class RunDir:
     self.path.mkdir(parents=True, exist_ok=True)
     if not storage.is_remote(self.path):
       self._take_lock()
-    if overwrite:
+    if overwrite:  # only this run's: checked again right before
+      check_ownership(self.path, self.checkpoint_dir, overwrite=True)
       for child in self.path.iterdir():
         if child.name != LOCK_FILE:
           child.rmtree() if child.is_dir() else child.unlink()
       if self.checkpoint_dir.exists():
         self.checkpoint_dir.rmtree()
     self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    from src.record import write_json
+    if owner(self.checkpoint_dir) is None:
+      write_json(self.checkpoint_dir / OWNER_FILE,
+                 owner_record(self.path, self.checkpoint_dir, config))
     if stored_config(self.path) is None:
-      from src.record import write_json
       write_json(self.path / CONFIG_FILE, {
           'config': config.to_json(),
           'command': ' '.join([os.path.basename(sys.executable)] + sys.argv),

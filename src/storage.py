@@ -8,6 +8,7 @@ write returns) and no `fcntl` lock (a bucket workdir is not locked). Buckets
 need gcsfs (`requirements-gcs.txt`), which epath's fsspec backend loads.
 """
 
+import errno
 import logging
 import os
 import threading
@@ -86,6 +87,18 @@ def write_whole(p, data: str | bytes) -> None:
       f.write(data)
     return
   tmp = os.fspath(p) + '.tmp'
-  with open(tmp, mode) as f:
-    f.write(data)
+  try:
+    with open(tmp, mode) as f:
+      f.write(data)
+  except BaseException:  # a full disk: the old file stays, whole
+    if os.path.exists(tmp):
+      os.unlink(tmp)
+    raise
   os.replace(tmp, os.fspath(p))
+
+
+def out_of_space(e: BaseException) -> bool:
+  """Whether `e` says the disk (or the quota) is full, as Python's writers
+  and tensorstore's (orbax) report it."""
+  return (getattr(e, 'errno', None) in (errno.ENOSPC, errno.EDQUOT)
+          or 'No space left on device' in str(e))

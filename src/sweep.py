@@ -21,9 +21,7 @@ Every scalar tag carries a display name and a description (`describe`).
 
 import dataclasses
 import functools
-import os
 import re
-import signal
 import time
 from typing import Callable
 
@@ -33,6 +31,7 @@ from src import checkpoint as checkpoint_lib
 from src import distributed
 from src import models as models_lib
 from src import record
+from src import rundir
 from src import stats
 from src import train as train_lib
 
@@ -276,8 +275,11 @@ class Sweep:
     config, run = self.config, self.run_dir
     steps = steps or self.steps
     start_time = time.perf_counter()
-    checkpoints = checkpoint_lib.GroupCheckpoints(run.checkpoint_dir /
-                                                  group.name)
+    folder = run.checkpoint_dir / group.name
+    if getattr(ensemble, 'recipe', None) is not None:  # never another's
+      rundir.claim_group(folder, ensemble.recipe, run.path,
+                         is_writer=run.is_writer)
+    checkpoints = checkpoint_lib.GroupCheckpoints(folder)
     start, state = train_lib.resume_or_init(ensemble, checkpoints)
     if start and start < steps:
       self.progress.say(f'{group.name}: resuming from step {start} '
@@ -346,10 +348,10 @@ class Sweep:
                           for m in range(S * len(rates))])
       if on_chunk is not None:
         on_chunk(step, metrics, writers, seed_writers)
-      if os.environ.get('SEARCHLIGHT_FAULT_KILL_AT') == f'{group.name}@{step}':
+      if checkpoint_lib.fault_due(f'{group.name}@{step}'):
         for w in writers + [w for ws in seed_writers for w in ws]:
           w.flush()  # the events past the last checkpoint must be purged
-        os.kill(os.getpid(), signal.SIGKILL)  # tests: die as a preempted VM
+        checkpoint_lib.die(f'{group.name}@{step}')
       self._count(group, step, f'{group.name} step {step}/{steps} '
                   f'loss {np.nanmean(loss_MxT[:, -1]):.3f}')
 

@@ -47,6 +47,7 @@ SLOWEST_FIRST = (
     'test_analysis.py',  # 108
     'test_heads_induction.py',  # 72
     'test_resume.py',  # 70
+    'test_ownership.py',  # 68
     'test_scale.py',  # 68
     'test_gradient.py',  # 64
     'test_train.py',  # 44

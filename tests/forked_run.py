@@ -11,10 +11,11 @@ CASES.json: [[arg, ...], ...]; OUT.json: [{returncode, stdout, stderr}, ...].
   python tests/forked_run.py --serve
 reads one case per line on stdin and answers each with one JSON line
 {returncode, stdout, stderr} on stdout, until stdin closes. A case is an
-argument list for `run.py`, or {"args": [...], "env": {...}, "script": PATH}:
-the variables set in the child before it runs (only ones read at run time:
-this process has imported everything already), and a script to run as
-`python PATH ARGS` would, in place of `run.py`.
+argument list for `run.py`, or {"args": [...], "env": {...}, "script": PATH,
+"cwd": FOLDER}: the variables set in the child before it runs (only ones
+read at run time: this process has imported everything already), a script
+to run as `python PATH ARGS` would, in place of `run.py`, and the folder it
+runs in (default the repository's root).
 """
 
 import json
@@ -38,6 +39,8 @@ def run_case(case: list[str] | dict) -> dict:
       os.dup2(out.fileno(), 1)
       os.dup2(err.fileno(), 2)
       os.environ.update(case.get('env', {}))
+      if case.get('cwd'):
+        os.chdir(case['cwd'])
       if script is not None:
         sys.argv = [script, *args]
         sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

@@ -27,7 +27,8 @@ def cached(args) -> list:
 
 # Variables read only when a run reaches them, not when a module is imported:
 # a process forked after the imports sees them as a fresh one would.
-READ_AT_RUN_TIME = ('SEARCHLIGHT_FAULT_KILL_AT', 'SEARCHLIGHT_RUN',
+READ_AT_RUN_TIME = ('SEARCHLIGHT_FAULT_KILL_AT', 'SEARCHLIGHT_FAULT_KILL_TREE',
+                    'SEARCHLIGHT_FULL_DISK_AT', 'SEARCHLIGHT_RUN',
                     'SEARCHLIGHT_OUT', 'SEARCHLIGHT_SEED')
 # Read at import, with the value the server imported under (it draws with
 # Agg, as every run does).
@@ -50,13 +51,13 @@ def _forkable(env) -> dict | None:
           else None)
 
 
-def run_py(*args, env=None, timeout=300, **kwargs):
-  """`python run.py ARGS` as a user runs it: exit status, stdout, stderr.
-  The process is forked from this test process's server (`forked_run.py
-  --serve`, the imports paid once), unless `env` sets a variable read at
-  import (JAX's among them) or `kwargs` are given: then it is started
-  afresh."""
-  return _run(None, cached(args), env, timeout, **kwargs)
+def run_py(*args, env=None, timeout=300, cwd=None, **kwargs):
+  """`python run.py ARGS` as a user runs it, in `cwd` (default the
+  repository's root): exit status, stdout, stderr. The process is forked
+  from this test process's server (`forked_run.py --serve`, the imports
+  paid once), unless `env` sets a variable read at import (JAX's among
+  them) or `kwargs` are given: then it is started afresh."""
+  return _run(None, cached(args), env, timeout, cwd=cwd, **kwargs)
 
 
 def run_script(script, *args, env=None, timeout=300):
@@ -71,19 +72,22 @@ def run_py_alone(*args, env=None, timeout=300, **kwargs):
   return _fresh(ROOT / 'run.py', cached(args), env, timeout, **kwargs)
 
 
-def _run(script, args, env, timeout, **kwargs):
+def _run(script, args, env, timeout, cwd=None, **kwargs):
   forked_env = _forkable(env)
   if forked_env is None or kwargs:
-    return _fresh(script or ROOT / 'run.py', args, env, timeout, **kwargs)
+    return _fresh(script or ROOT / 'run.py', args, env, timeout, cwd=cwd,
+                  **kwargs)
   case = {'args': [str(a) for a in args], 'env': forked_env}
+  if cwd is not None:
+    case['cwd'] = str(cwd)
   if script is not None:
     case['script'] = str(script)
   return _server().run(case, timeout)
 
 
-def _fresh(script, args, env, timeout, **kwargs):
+def _fresh(script, args, env, timeout, cwd=None, **kwargs):
   return subprocess.run([sys.executable, str(script), *map(str, args)],
-                        capture_output=True, text=True, cwd=ROOT,
+                        capture_output=True, text=True, cwd=cwd or ROOT,
                         env=child_env(env), timeout=timeout, **kwargs)
 
 

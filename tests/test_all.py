@@ -1,6 +1,7 @@
 """`--exp=all --quick` end to end on tiny configs."""
 
 import json
+import os
 import re
 
 from experiments import all as all_exp
@@ -108,3 +109,61 @@ def test_a_claim_two_parts_measure_appears_once():
   assert x['measured'] == 'a; measured again by linear: c'
   assert y['verdict'] == 'held (distance); inconclusive (linear)'
   assert x20['experiment'] == 'linear'
+
+
+def _all_run(root, env=None):
+  """`--exp=all` on the two parts, started afresh in a session of its own
+  (so that a fault may SIGKILL its whole process group: parent and part)."""
+  import subprocess
+  import sys
+  from tests.helpers import ROOT, cached, child_env
+  command = ['--exp=all', '--quick', f'--parts={PARTS}', f'--workdir={root}/run',
+             f'--checkpoint_dir={root}/ckpt', '--lengths=5',
+             '--models=attention', '--seeds=2', '--steps=20',
+             '--chunk_steps=10', '--checkpoint_every=10', '--heads=1,2',
+             '--eval_examples=32', '--batch_size=8']
+  return subprocess.run([sys.executable, str(ROOT / 'run.py'),
+                         *cached(command)], cwd=ROOT, env=child_env(env),
+                        capture_output=True, text=True, timeout=900,
+                        start_new_session=True)
+
+
+def _outputs(root):
+  """What a finished --exp=all leaves: every results.csv (timing columns
+  aside) and REPORT.md (its run's paths, date and time aside)."""
+  run = root / 'run'
+  out = {}
+  for path in sorted(run.rglob('results.csv')):
+    out[str(path.relative_to(run))] = [
+        {k: v for k, v in r.items() if k not in ('wall_s', 'compile_s')}
+        for r in read_csv(path)]
+  report = (run / 'REPORT.md').read_text().replace(str(root), 'ROOT')
+  out['REPORT.md'] = re.sub(r'\nRun on .*? minutes in this invocation',
+                            '\nRun on ...', report)
+  return out
+
+
+def test_all_killed_mid_part_and_between_parts_resumes_to_the_same_report(
+    tmp_path):
+  """SIGKILL of the whole run (parent and part) in the middle of the first
+  part's training, then of the parent between the two parts: the same
+  command twice more finishes with the results.csv files and REPORT.md of
+  an uninterrupted run, value for value."""
+  reference = tmp_path / 'reference'
+  proc = _all_run(reference)
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+  killed = tmp_path / 'killed'
+  # After step 20's events, before its checkpoint: step 10's is the last.
+  proc = _all_run(killed, {'SEARCHLIGHT_FAULT_KILL_TREE': 'attention_L005@20'})
+  assert proc.returncode == -9, proc.stderr[-2000:]
+  assert not (killed / 'run/distance/summary.json').exists()  # mid-part
+  assert sorted(os.listdir(killed / 'ckpt/distance/attention_L005')) == [
+      '10', 'recipe.json']
+  proc = _all_run(killed, {'SEARCHLIGHT_FAULT_KILL_AT': 'before attention'})
+  assert proc.returncode == -9, proc.stderr[-2000:]
+  assert 'attention_L005: resuming from step 10' in proc.stdout
+  assert (killed / 'run/distance/summary.json').exists()  # between parts
+  assert not (killed / 'run/attention').exists()
+  proc = _all_run(killed)
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+  assert _outputs(killed) == _outputs(reference)

@@ -54,7 +54,8 @@ def test_sigkill_mid_group_resumes_to_identical_results(reference, tmp_path):
   proc = launch(tmp_path, env={'SEARCHLIGHT_FAULT_KILL_AT': 'attention_L006@50'})
   assert proc.returncode == -signal.SIGKILL
   assert finished(tmp_path) == set()
-  assert sorted(os.listdir(tmp_path / 'ckpt/attention_L006')) == ['20', '40']
+  assert sorted(os.listdir(tmp_path / 'ckpt/attention_L006')) == [
+      '20', '40', 'recipe.json']
 
   proc = launch(tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -125,7 +126,8 @@ def test_sigterm_saves_and_exits_within_seconds(tmp_path):
   assert proc.returncode == 128 + signal.SIGTERM, err
   assert 'Run the same command again to resume' in out
   assert 'Traceback' not in out + err
-  saved = [int(p.name) for p in (tmp_path / 'ckpt/rnn_L006').iterdir()]
+  saved = [int(p.name) for p in (tmp_path / 'ckpt/rnn_L006').iterdir()
+           if p.name.isdigit()]
   assert len(saved) == 1 and saved[0] > 0 and saved[0] % 50 == 0
 
 
@@ -159,7 +161,7 @@ def test_different_config_refused_then_overwrite(reference, tmp_path):
                 '--eval_examples=8', '--overwrite')
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert len(read_csv(tmp_path / 'run/results.csv')) == 1
-  assert sorted(os.listdir(tmp_path / 'ckpt')) == ['rnn_L003']
+  assert sorted(os.listdir(tmp_path / 'ckpt')) == ['owner.json', 'rnn_L003']
   assert json.loads((tmp_path / 'run/config.json').read_text())[
       'config']['steps'] == 10
 
