@@ -23,10 +23,12 @@ from pathlib import Path
 
 import experiments
 from src import checkpoint as checkpoint_lib
+from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
 from src import models as models_lib
 from src import record
+from src import stats
 from src import storage
 from src.checkpoint import Preempted
 from src.config import Config
@@ -120,7 +122,8 @@ DEFAULTS = Config(exp='all')
 QUICK = dataclasses.replace(DEFAULTS, quick=True)
 accepts = lambda spec: True  # each part checks its own
 FIELDS = ('parts',)  # its own; each part's come from the part
-COLUMNS = ['experiment', 'claim', 'verdict', 'measured']
+COLUMNS = ['experiment', 'claim', 'verdict', 'measured', 'kind', 'test',
+           'p', 'p_adjusted', 'p_bh', 'bh_verdict']
 
 
 # Flags every part takes from the parent as the user gave them, beside the
@@ -193,6 +196,9 @@ def merge_claims(parts) -> list[dict]:
         index[text] = len(out)
         out.append(dict(experiment=name, claim=text, verdict=c['verdict'],
                         measured=c['measured'], note=c.get('note', ''),
+                        kind=c.get('kind', ''), test=c.get('test', ''),
+                        p=c.get('p'), p_adjusted=c.get('p_adjusted'),
+                        if_significant=c.get('if_significant'),
                         figure=figure, verdicts={name: c['verdict']}))
         continue
       first = out[index[text]]
@@ -202,7 +208,24 @@ def merge_claims(parts) -> list[dict]:
       if len(set(first['verdicts'].values())) > 1:
         first['verdict'] = '; '.join(f'{v} ({p})'
                                      for p, v in first['verdicts'].items())
-  return out
+  return with_false_discovery_rate(out)
+
+
+def with_false_discovery_rate(claims: list[dict]) -> list[dict]:
+  """A second look over the whole report: every tested claim's p
+  Benjamini-Hochberg adjusted over all of the report's tests (`p_bh`), and
+  the verdict that rate would give (`bh_verdict`: its direction where
+  p_bh < alpha, beside the Holm-within-family verdict)."""
+  tested = [c for c in claims if c.get('p') is not None]
+  for c, q in zip(tested, claims_lib.benjamini_hochberg(
+      [c['p'] for c in tested])):
+    c['p_bh'] = q
+    c['bh_verdict'] = (c['if_significant'] if q < stats.ALPHA
+                       else stats.INCONCLUSIVE)
+  for c in claims:
+    c.setdefault('p_bh', None)
+    c.setdefault('bh_verdict', '')
+  return claims
 
 
 def part_command(name, run_dir, passthrough, quick):
@@ -263,14 +286,22 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
              f'{time.strftime("%Y-%m-%d")}; the experiments took '
              f'{sum(walls.values()) / 60:.1f} minutes in this invocation (a '
              'part finished by an earlier one is not redone). Each '
-             'claim is judged from its experiment\'s own summary.json; every '
-             'verdict says what was measured, whichever way it came out.', '',
-             '| # | Claim of the lesson | Measured | Verdict | Figure |',
-             '|---|---|---|---|---|']
+             'claim is judged from its experiment\'s own summary.json by the '
+             'test its kind calls for (threshold, reliability, capability, '
+             'impossibility, comparison, shape: src/claims.py), Holm-adjusted '
+             'within its family; **BH q** is its p adjusted over every test '
+             'of this report (Benjamini-Hochberg), a second look at the '
+             'false discovery rate. Every verdict says what was measured, '
+             'whichever way it came out.', '',
+             '| # | Claim of the lesson | Kind | Measured | Verdict | BH q | '
+             'Figure |',
+             '|---|---|---|---|---|---|---|']
   for i, c in enumerate(claims, 1):
     measured = c['measured'].replace('|', '\\|')
-    header.append(f'| {i} | {c["claim"]} | {measured} | **{c["verdict"]}** '
-                  f'| [{c["experiment"]}]({c["figure"]}) |')
+    q = '' if c['p_bh'] is None else stats.fmt_p(c['p_bh'])
+    header.append(f'| {i} | {c["claim"]} | {c["kind"]} | {measured} | '
+                  f'**{c["verdict"]}** | {q} | '
+                  f'[{c["experiment"]}]({c["figure"]}) |')
   report = '\n'.join(header) + '\n\n' + '\n'.join(sections)
   summary = {'claims': claims, 'wall_s': walls, 'quick': config.quick}
   if run_dir.is_writer:

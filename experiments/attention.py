@@ -19,6 +19,7 @@ import io
 
 import numpy as np
 
+from src import claims as claims_lib
 from src import experiment
 from src import memory
 from src import probes
@@ -26,6 +27,7 @@ from src import record
 from src import stats
 from src import storage
 from src import tasks as tasks_lib
+from src.claims import Claim
 from src.config import Config
 
 DEFAULTS = Config(
@@ -70,19 +72,22 @@ ENTROPY_GAP = 0.5
 CHANCE_BAND = 0.6
 
 
-# The families of the claims judged seed by seed (every model and length).
+# The families: one lesson claim each, every model and length it is tested
+# on (Holm within each).
 A_FAMILY = 'for A sequences, position 0 takes over 90% of the weight'
+B_FAMILY = 'for B sequences, the weight is more dispersed than for A'
 EITHER_FAMILY = 'one class gets the beam, the other a dispersed look'
 ABLATION_FAMILY = 'the beam on position 0 is what the model uses'
 
 
-def planned_tests(config) -> list[tuple[str, int, str]]:
-  """The binomial tests per model and length: the asymmetry's (at best
-  every seed has one) and each count of seeds."""
-  return [(f, config.seeds, 'two-sided') for m in config.models
-          for _ in config.lengths
-          for f in (f'B is the dispersed class ({m})', A_FAMILY,
-                    EITHER_FAMILY, ABLATION_FAMILY)]
+def planned_claims(config) -> list:
+  """The claims `summarize` makes, on placeholder rows of the run's shape."""
+  rows = [dict(model=m, length=L, seed=s, first_symbol=c, pos0_mass=0.5,
+               entropy=1.0, accuracy=1.0, accuracy_without_pos0=0.5,
+               accuracy_without_filler=1.0)
+          for m in config.models for L in config.lengths
+          for s in range(config.seeds) for c in CLASSES]
+  return summarize(config, rows)['claims']
 
 
 def examples(model, tokens_BxL, labels_B):
@@ -316,97 +321,53 @@ def _ablation(rows, seeds) -> dict:
   return out
 
 
-def group_claims(model, length, entry) -> list[dict]:
-  classes, counts = entry['classes'], entry['more_dispersed_counts']
-  n = len(entry['per_seed'])
-  k_a = classes['A']['seeds_over_0_9']
-  a_claim = dict(
-      claim='For sequences starting with A, position 0 takes over 90% of '
-            "the last query's weight.",
-      length=length, model=model,
-      measured=f'A: over 0.9 in {k_a} of {n} seeds; mean position-0 mass '
-               f'{classes["A"]["pos0_mass"]:.3f} '
-               f'[{classes["A"]["ci95"][0]:.3f}, '
-               f'{classes["A"]["ci95"][1]:.3f}]',
-      **stats.seed_count(k_a, n, A_FAMILY),
-      note=f'each seed judged alone: its mean weight on position 0 over A '
-           f'test strings must exceed {CONCENTRATED}')
-  k_b, k_ab = counts['B'], counts['A'] + counts['B']
-  p = stats.binomial(k_b, k_ab)
-  direction = stats.HELD if 2 * k_b > k_ab else stats.NOT_HELD
-  if p < stats.ALPHA:
-    verdict = direction
-    reading = ('B is the dispersed class more often than chance: a property '
-               'of the task' if verdict == stats.HELD else
-               'A is the dispersed class more often than chance')
-  else:
-    verdict = stats.INCONCLUSIVE
-    if 2 * k_ab < n:
-      reading = (f'{n - k_ab} of {n} seeds look at both classes alike; the '
-                 f'test cannot tell whether B is the dispersed class')
-    elif counts['A'] and counts['B']:
-      reading = (f'the asymmetry is a per-seed choice, not a property of the '
-                 f'task: {k_ab} of {n} seeds have one, split A {counts["A"]} '
-                 f'/ B {counts["B"]}')
-    else:
-      reading = (f'{k_ab} seeds, all one way, are too few for the test to '
-                 'tell')
-  b_claim = dict(
-      claim='For sequences starting with B, the weight is more dispersed '
-            'than for A.',
-      length=length, model=model,
-      measured=f'dispersed beam on B in {k_b}, on A in {counts["A"]} of the '
-               f'{k_ab} seeds with one (two-sided binomial test against an '
-               f'even split, p = {stats.fmt_p(p)}); no clear difference in '
-               f'{counts["neither"]}; {reading}',
-      verdict=verdict, test='exact binomial test, two-sided, p = 1/2', p=p,
-      p_min=stats.smallest_p(k_ab), seeds=k_ab, if_significant=direction,
-      family=f'B is the dispersed class ({model})',
-      note=f'per seed, the more dispersed class puts at least {ASYMMETRY} less '
-           'weight on position 0 than the other; A and B are exchangeable '
-           'by construction, so the test asks whether B is the dispersed '
-           'class more often than a fair coin would make it')
-  out = [a_claim, b_claim]
-  asym = entry['asymmetric_counts']
-  gaps = [p['entropy_gap_A_minus_B'] for p in entry['per_seed']]
-  out.append(dict(
-      claim='One class gets the beam, the other a dispersed look (either '
-            'class: A and B are exchangeable here).',
-      length=length, model=model,
-      measured=f'entropy of the last query\'s weights differs by >= '
-               f'{ENTROPY_GAP} nats in {asym["A"] + asym["B"]} of {n} seeds '
-               f'(A the wider look in {asym["A"]}, B in {asym["B"]}); '
-               'entropy A - B per seed: '
-               + ', '.join(f'{g:+.2f}' for g in gaps),
-      **stats.seed_count(asym['A'] + asym['B'], n, EITHER_FAMILY),
-      note=f'each seed judged alone, in either direction: |entropy on A '
-           f'strings - entropy on B strings| >= {ENTROPY_GAP} nats (fixed '
-           'before the run); the lesson names B as the dispersed class, but '
-           'nothing in the task or the initialisation tells A from B, so '
-           'which class a seed disperses is its own choice'))
+def group_claims(model, length, entry) -> list[Claim]:
+  """The searchlight's claims for one group, every seed in each."""
+  seeds = entry['per_seed']
+  setting = dict(model=model, length=length)
+  mass = lambda cls: [p[f'pos0_mass_{cls}'] for p in seeds]
+  out = [Claim(
+      'For sequences starting with A, position 0 takes over 90% of the last '
+      "query's weight.", claims_lib.THRESHOLD, A_FAMILY,
+      dict(values=mass('A'), threshold=CONCENTRATED,
+           what="A strings: the last query's mean weight on position 0"),
+      setting, note='the per-seed mean weight on position 0 over A test '
+                    f'strings, against {CONCENTRATED}')]
+  out.append(Claim(
+      'For sequences starting with B, the weight is more dispersed than for '
+      'A.', claims_lib.COMPARISON, B_FAMILY,
+      dict(x=[p['entropy_B'] for p in seeds],
+           y=[p['entropy_A'] for p in seeds], x_name='B', y_name='A',
+           what="entropy of the last query's weights (nats)"),
+      setting, note='every seed, paired: its entropy on B strings against '
+                    'its entropy on A strings (a seed that looks at both '
+                    'alike counts against the claim)'))
+  out.append(Claim(
+      'One class gets the beam, the other a dispersed look (either class: A '
+      'and B are exchangeable here).', claims_lib.THRESHOLD, EITHER_FAMILY,
+      dict(values=[abs(p['entropy_gap_A_minus_B']) for p in seeds],
+           threshold=ENTROPY_GAP, bounds=None,
+           what='the gap between the entropies on A and on B strings '
+                '(nats, either sign)'),
+      setting, note=f'per seed, either direction, against {ENTROPY_GAP} '
+                    'nats (fixed before the run): nothing in the task or '
+                    'the initialisation tells A from B'))
   if entry['ablated']:
-    seeds = entry['per_seed']
-    k = sum(p['uses_beam'] for p in seeds)
-    defaults = [p['default_class'] or '-' for p in seeds]
-    out.append(dict(
-        claim='The beam on position 0 is what the model uses (nobody '
-              'programmed the search: it is the strategy it found).',
-        length=length, model=model,
-        measured=f'accuracy intact / without position 0 / without a filler '
-                 f'position, mean over seeds: '
-                 f'{np.mean([p["accuracy"] for p in seeds]):.3f} / '
-                 f'{np.mean([p["accuracy_without_pos0"] for p in seeds]):.3f}'
-                 f' / {np.mean([p["accuracy_without_filler"] for p in seeds]):.3f}'
-                 f'; to chance without position 0 and solved without the '
-                 f'filler position in {k} of {n} seeds; the class still '
-                 'answered without position 0 (the one inferred from the beam '
-                 'finding nothing), per seed: ' + ' '.join(defaults),
-        **stats.seed_count(k, n, ABLATION_FAMILY),
-        note=f'position 0 removed from the read-out query\'s weights '
-             f'(renormalised over the rest): a seed uses the beam when its '
-             f'accuracy falls to {CHANCE_BAND} or below (chance 0.5) while '
-             f'removing one filler position instead leaves it at >= '
-             f'{stats.SOLVED}, and it solved the task intact'))
+    out.append(Claim(
+        'Without position 0 the answer is lost: the model reads the first '
+        'symbol from position 0 and from nowhere else (removing one filler '
+        'position instead leaves it solved).',
+        claims_lib.RELIABILITY, ABLATION_FAMILY,
+        dict(successes=[p['uses_beam'] for p in seeds], rate=0.5,
+             values=[p['accuracy_without_pos0'] for p in seeds],
+             what=f'accuracy without position 0 at or below {CHANCE_BAND} '
+                  f'and without a filler position at >= {stats.SOLVED} '
+                  '(accuracy without position 0 below)'),
+        setting, note='position 0 removed from the read-out query\'s weights '
+                      '(renormalised over the rest). In a one-layer model '
+                      'only position 0 carries the label, so this shows '
+                      'where the answer comes from, not that a concentrated '
+                      'beam is needed: `pos0_capped` asks that'))
   return out
 
 

@@ -31,6 +31,7 @@ from src import memory
 from src import models as models_lib
 from src import record
 from src import stats
+from src.claims import Claim
 from src.config import Config
 
 DEFAULTS = Config(
@@ -64,24 +65,15 @@ COLUMNS = memory.BUDGET_COLUMNS
 rows, line = memory.rows, memory.budget_line
 
 
-def power_warnings(config: Config) -> list[str]:
-  """A line when --seeds may leave too few seeds stuck at L* for a wall to
-  be held: L* lets up to stats.most_below_half(seeds) of them solve it."""
-  need = claims_lib.wall_seeds_needed()
-  if config.seeds >= need or not any(
-      models_lib.get(m).family.recurrent for m in config.models):
-    return []
-  stuck = config.seeds - stats.most_below_half(config.seeds)
-  will = config.seeds < stats.trials_needed(claims_lib.MAX_ESCAPE)
-  return [f'"the limit of <model> is a wall" at {config.seeds} seeds: '
-          + (f'as few as {stuck} may be stuck at L*, and 0 escapes in '
-             f'{stuck} bound the escape rate only below '
-             f'{stats.rate_upper_bound(0, stuck):.0%}'
-             if stuck <= config.seeds else 'no length can be L* '
-             f'(significantly fewer than half of {config.seeds} solving it)')
-          + f' (declared maximum {claims_lib.MAX_ESCAPE:.0%}); it '
-          f'{"will" if will else "may"} read "inconclusive (underpowered)"; '
-          f'needs --seeds >= {need}']
+def planned_claims(config: Config) -> list:
+  """The wall claim of each recurrent model, on the fewest seeds L* may
+  leave stuck (it lets up to stats.most_below_half(seeds) solve it): the
+  plan's worst case."""
+  stuck = config.seeds - max(stats.most_below_half(config.seeds), 0)
+  return [Claim(f'The limit of {m} is a wall.', claims_lib.RELIABILITY,
+                memory.WALL_FAMILY, dict(successes=[True] * stuck,
+                                         rate=1 - memory.MAX_ESCAPE))
+          for m in config.models if models_lib.get(m).family.recurrent]
 
 
 def groups(config: Config) -> list:
@@ -93,13 +85,13 @@ def summarize(config: Config, rows, curves) -> dict:
   out = {'critical_distance': {}, 'mean_accuracy': {}, 'solved_fraction': {},
          'claims': []}
   for budget in budgets:
-    table = claims_lib.accuracy_table(rows, steps=budget)
+    table = memory.accuracy_table(rows, steps=budget)
     for model in config.models:
       out['critical_distance'].setdefault(model, {})[str(budget)] = \
-          claims_lib.critical_summary(
-              claims_lib.per_seed_critical(table, model, lengths))
+          memory.critical_summary(
+              memory.per_seed_critical(table, model, lengths))
       out['mean_accuracy'].setdefault(model, {})[str(budget)] = {
-          str(L): v for L, v in claims_lib.mean_by_length(
+          str(L): v for L, v in memory.mean_by_length(
               table, model, lengths).items()}
       out['solved_fraction'].setdefault(model, {})[str(budget)] = {
           str(L): stats.solved_fraction(list(table[model, L].values()))[
@@ -107,7 +99,7 @@ def summarize(config: Config, rows, curves) -> dict:
           for L in lengths}
   for model in config.models:
     if models_lib.get(model).family.recurrent:
-      out['claims'].append(claims_lib.limit_is_a_wall(
+      out['claims'].append(memory.limit_is_a_wall(
           rows, curves, model, lengths, budgets))
   return out
 
@@ -117,7 +109,7 @@ def print_table(config, summary) -> None:
   print('\nCritical distance by training budget: median [interval] over '
         f'{config.seeds} seeds')
   print(record.table(
-      [[m] + [claims_lib.fmt_median(summary['critical_distance'][m][str(b)])
+      [[m] + [memory.fmt_median(summary['critical_distance'][m][str(b)])
               for b in budgets]
        for m in config.models], ['model'] + [f'{b} steps' for b in budgets]))
 

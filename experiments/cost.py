@@ -33,7 +33,9 @@ from src import costs
 from src import models as models_lib
 from src import record
 from src import stats
+from src import claims as claims_lib
 from src import experiment
+from src.claims import Claim
 from src.config import Config
 
 DEFAULTS = Config(
@@ -69,8 +71,10 @@ QUADRATIC, LINEAR, LOG_STEADY = (1.8, 2.2), (0.8, 1.2), 1.5
 FOURFOLD = 2 ** QUADRATIC[0]
 # The price at real widths is counted up to this many times the widest
 # d_model: attention's L x L term overtakes the rest near L = 2 d_model
-# (Kaplan et al. 2020, sec. 2.1), so the doublings past it are seen too.
-WIDTH_REACH = 8
+# (Kaplan et al. 2020, sec. 2.1), and a doubling costs 3.48x (2^1.8) only
+# once that term is several times the rest, past 8 d_model: counting stops
+# where the claim can be judged at every width.
+WIDTH_REACH = 32
 PRICE_CLAIM = ('Attention pays an N x N price: doubling the length '
                'quadruples the work.')
 
@@ -250,16 +254,7 @@ def summarize(config: Config, rows: list[dict], context=None) -> dict:
   widths = (context or {}).get('widths')
   if widths:
     out['price_at_widths'] = widths
-    # One claim per width, none twice: the run's own width is the claim
-    # above, which gains the counted doublings as evidence.
-    for c in out['claims']:
-      here = widths.get(str(config.d_model))
-      if c['claim'] == PRICE_CLAIM and here and c['model'] == here['model']:
-        c['d_model'] = config.d_model
-        c['measured'] += f'; counted at d_model {config.d_model}: ' + (
-            _doublings(here))
-    out['claims'] += width_claims(
-        {D: p for D, p in widths.items() if D != str(config.d_model)})
+    out['claims'] += width_claims(widths)
   return out
 
 
@@ -277,40 +272,49 @@ def _doublings(price: dict) -> str:
              if cross else ''))
 
 
-def width_claims(widths: dict) -> list[dict]:
+PRICE_FAMILY, DEPTH_FAMILY = 'the N x N price', 'all at once'
+LINEAR_FAMILY = 'a parallel linear recurrence: linear cost, logarithmic depth'
+
+
+def _counted(sentence, family, held: bool, what: str, setting: dict,
+             test: str, note: str) -> Claim:
+  """A claim about counted FLOPs or depth: exact, decided by its rule."""
+  return Claim(sentence, claims_lib.SHAPE, family,
+               dict(shows=[held], exact=True, what=what, test=test),
+               setting, note=note)
+
+
+def width_claims(widths: dict) -> list[Claim]:
   """The lesson's "doubling the words multiplies the computations
-  fourfold", judged at each other width: it holds from the length where
-  every further doubling costs >= FOURFOLD x, and that range is its
-  scope."""
-  res = []
-  for D, p in widths.items():
-    res.append(dict(
-        claim=PRICE_CLAIM, model=p['model'], d_model=int(D),
-        measured=f'training-step FLOPs counted at d_model {D}: '
-                 + _doublings(p),
-        verdict=stats.HELD if fourfold_from(p) else stats.NOT_HELD,
-        test='FLOPs counted by XLA (compiled, not run), ratio per doubling',
-        note=f'held = from some tested length on, every doubling of L costs '
-             f'at least {FOURFOLD:.2f}x (2^{QUADRATIC[0]}); the range of L '
-             'where it holds is the claim\'s scope'))
-  return res
+  fourfold", judged at each width: it holds from the length where every
+  further doubling costs >= FOURFOLD x, and that range is its scope."""
+  return [_counted(
+      PRICE_CLAIM, PRICE_FAMILY, fourfold_from(p) is not None,
+      f'training-step FLOPs counted at d_model {D}: ' + _doublings(p),
+      dict(model=p['model'], d_model=int(D)),
+      'FLOPs counted by XLA (compiled, not run), ratio per doubling',
+      f'held = from some tested length on, every doubling of L costs at '
+      f'least {FOURFOLD:.2f}x (2^{QUADRATIC[0]}); counted to {WIDTH_REACH} '
+      'x d_model, past the crossover near 2 x d_model; the range of L where '
+      'it holds is the claim\'s scope') for D, p in widths.items()]
 
 
-def claims(out, full, sequential, config, lengths) -> list[dict]:
+def claims(out, full, sequential, config, lengths) -> list[Claim]:
   m, res = out['models'], []
   longest = lengths[-1]
   for a in full:
     fe = m[a]['train']['flops_exponent']
-    res.append(dict(
-        claim=PRICE_CLAIM, model=a,
-        measured=f'FLOPs ~ L^{fe:.2f} for {a} (train step, L >= '
-                 f'{out["fit_lengths"][0]})' + ''.join(
-                     f', {x} L^{m[x]["train"]["flops_exponent"]:.2f}'
-                     for x in m if x != a),
-        verdict=stats.HELD if QUADRATIC[0] <= fe <= QUADRATIC[1]
-        else stats.NOT_HELD, test='log-log slope, measured',
-        note=f'held = the FLOPs exponent of a training step lies in '
-             f'{QUADRATIC[0]}..{QUADRATIC[1]}'))
+    res.append(_counted(
+        f'Attention ({a}) pays an N x N price in the run: its training '
+        'step\'s FLOPs grow like L^2.', PRICE_FAMILY,
+        QUADRATIC[0] <= fe <= QUADRATIC[1],
+        f'FLOPs ~ L^{fe:.2f} for {a} (train step, L >= '
+        f'{out["fit_lengths"][0]}, d_model {config.d_model})' + ''.join(
+            f', {x} L^{m[x]["train"]["flops_exponent"]:.2f}'
+            for x in m if x != a), dict(model=a, d_model=config.d_model),
+        'log-log slope of the counted FLOPs',
+        f'held = the FLOPs exponent of a training step lies in '
+        f'{QUADRATIC[0]}..{QUADRATIC[1]}'))
   if full and sequential:
     a = full[0]
     shapes = {x: m[x]['train']['depth_growth'] for x in m}
@@ -328,48 +332,46 @@ def claims(out, full, sequential, config, lengths) -> list[dict]:
         f'{kind} ({", ".join(xs)}): ' + '/'.join(
             sorted({shapes[x]['shape'] for x in xs}))
         for kind, xs in groups.items())
-    res.append(dict(
-        claim='Attention is one matrix product over all pairs and runs in '
-              'parallel (its depth grows only like log L, its sums over '
-              'keys); recurrence is N dependent steps.',
-        model=a,
-        measured=f'depth growth of a training step: {growth}; depth at '
-                 f'L={longest}: '
-                 + ', '.join(f'{x} {m[x]["train_depth"][str(longest)]}'
-                             for x in m)
-                 + '; achieved FLOP/s: ' + ', '.join(
-                     f'{x} {out["flops_per_s_at_longest"][x]:.2e}' for x in m)
-                 + ''.join(f'; {a} overtakes {r} in wall time at L='
-                           f'{out["overtakes_wall_at"][a][r]}'
-                           for r in sequential) + ' on this machine',
-        verdict=stats.HELD if held else stats.NOT_HELD,
-        test='depth counted from the program (work-depth model)',
-        note=f'held = the dependent chain of a training step grows '
-             f'logarithmically in L for {a} (a steady amount per doubling) '
-             f'and linearly (log-log slope >= {LINEAR[0]}) for every model '
-             'that loops over positions'))
+    res.append(_counted(
+        'Attention is one matrix product over all pairs and runs in '
+        'parallel (its depth grows only like log L, its sums over keys); '
+        'recurrence is N dependent steps.', DEPTH_FAMILY, held,
+        f'depth growth of a training step: {growth}; depth at L={longest}: '
+        + ', '.join(f'{x} {m[x]["train_depth"][str(longest)]}' for x in m)
+        + '; achieved FLOP/s: ' + ', '.join(
+            f'{x} {out["flops_per_s_at_longest"][x]:.2e}' for x in m)
+        + ''.join(f'; {a} overtakes {r} in wall time at L='
+                  f'{out["overtakes_wall_at"][a][r]}' for r in sequential)
+        + ' on this machine', dict(model=a),
+        'depth counted from the program (work-depth model)',
+        f'held = the dependent chain of a training step grows '
+        f'logarithmically in L for {a} (a steady amount per doubling) and '
+        f'linearly (log-log slope >= {LINEAR[0]}) for every model that loops '
+        'over positions'))
   for x in m:
     if models_lib.get(x).family != models_lib.LINEAR:
       continue
     fe = m[x]['train']['flops_exponent']
     shape = m[x]['train']['depth_growth']
-    held = LINEAR[0] <= fe <= LINEAR[1] and shape['shape'] == 'logarithmic'
-    res.append(dict(
-        claim=f'A parallel linear recurrence ({x}, computed as '
-              f'{models_lib.get(x).form}): its cost grows linearly with L and '
-              'its sequential depth logarithmically.',
-        model=x,
-        measured=f'FLOPs ~ L^{fe:.2f} (train step); depth '
-                 f'{shape["shape"]} over L >= {out["fit_lengths"][0]}: +'
-                 + ', +'.join(f'{d:g}' for d in
-                              m[x]['train']['depth_per_doubling'])
-                 + f' per doubling of L from {lengths[0]}',
-        verdict=stats.HELD if held else stats.NOT_HELD,
-        test='log-log slope and depth counted from the program',
-        note=f'held = FLOPs exponent in {LINEAR[0]}..{LINEAR[1]} and the '
-             'depth grows by a steady amount per doubling of L (the largest '
-             f'increment within {LOG_STEADY}x the smallest), both over the '
-             f'same lengths, L >= {out["fit_lengths"][0]}'))
+    form = models_lib.get(x).form
+    res.append(_counted(
+        f'A parallel linear recurrence ({x}) costs work linear in L.',
+        LINEAR_FAMILY, LINEAR[0] <= fe <= LINEAR[1],
+        f'FLOPs ~ L^{fe:.2f} (train step, L >= {out["fit_lengths"][0]})',
+        dict(model=x), 'log-log slope of the counted FLOPs',
+        f'held = FLOPs exponent in {LINEAR[0]}..{LINEAR[1]}'))
+    res.append(_counted(
+        f'Computed as {form}, {x}\'s sequential depth grows only like log L.',
+        LINEAR_FAMILY, shape['shape'] == 'logarithmic',
+        f'depth {shape["shape"]} over L >= {out["fit_lengths"][0]}: +'
+        + ', +'.join(f'{d:g}' for d in m[x]['train']['depth_per_doubling'])
+        + f' per doubling of L from {lengths[0]}', dict(model=x, form=form),
+        'depth counted from the program (work-depth model)',
+        'held = the depth grows by a steady amount per doubling of L (the '
+        f'largest increment within {LOG_STEADY}x the smallest), over L >= '
+        f'{out["fit_lengths"][0]}; the depth is this form\'s, not every '
+        'form\'s: a scan over positions is as deep as the positions it '
+        'walks, an associative scan as deep as log L'))
   return res
 
 

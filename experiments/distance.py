@@ -20,7 +20,6 @@ import dataclasses
 
 import numpy as np
 
-from src import claims as claims_lib
 from src import memory
 from src import models as models_lib
 from src import record
@@ -57,14 +56,19 @@ SECTION, FIGURE = '2. Distance', 'distance.png'  # in REPORT.md
 COLUMNS = memory.COLUMNS
 TIMING_COLUMNS = ('wall_s', 'compile_s')  # the only columns a rerun changes
 groups, rows, line = memory.groups, memory.rows, memory.line
-planned_tests = memory.planned_tests
+
+
+def planned_claims(config: Config) -> list:
+  """The claims `summarize` makes, on placeholder rows of the run's shape."""
+  return memory.memory_claims(memory.placeholder_table(config),
+                              config.models, config.lengths)
 
 
 # -- the summary ----------------------------------------------------------------
 
 def summarize(config: Config, rows: list[dict], curves=None) -> dict:
   lengths = sorted(config.lengths)
-  table = claims_lib.accuracy_table(rows)
+  table = memory.accuracy_table(rows)
   groups = []
   for model in config.models:
     for length in lengths:
@@ -77,14 +81,14 @@ def summarize(config: Config, rows: list[dict], curves=None) -> dict:
           accuracy_per_seed=acc, solved_fraction=solved['fraction'],
           solved_ci95=solved['ci95'], seeds=len(acc),
           diverged=int(sum(int(r['diverged']) for r in sub))))
-  crit = {m: claims_lib.per_seed_critical(table, m, lengths)
+  crit = {m: memory.per_seed_critical(table, m, lengths)
           for m in config.models}
   return {'groups': groups,
-          'critical_distance': {m: claims_lib.critical_summary(c)
+          'critical_distance': {m: memory.critical_summary(c)
                                 for m, c in crit.items()},
-          'paired': claims_lib.paired_table(crit),
+          'paired': memory.paired_table(crit),
           'diverged_seeds': int(sum(g['diverged'] for g in groups)),
-          'claims': claims_lib.memory_claims(table, config.models, lengths,
+          'claims': memory.memory_claims(table, config.models, lengths,
                                              curves),
           'budget': {k: getattr(config, k) for k in (
               'steps', 'batch_size', 'd_model', 'seeds')},
@@ -146,7 +150,7 @@ def print_table(config, summary):
         f'{by[model, L]["mean_accuracy"]:.3f} '
         f'{round(by[model, L]["solved_fraction"] * by[model, L]["seeds"])}/'
         f'{by[model, L]["seeds"]}' for L in lengths
-    ] + [claims_lib.fmt_median(c)])
+    ] + [memory.fmt_median(c)])
   print(f'\nMean test accuracy and seeds solved (>= {stats.SOLVED}) by '
         f'length ({config.seeds} seeds):')
   print(record.table(rows, ['model'] + [f'L={L}' for L in lengths]

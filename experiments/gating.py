@@ -70,9 +70,14 @@ FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
 SECTION, FIGURE = '2. Distance: gating at its best (initialisations)', 'gating.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS
 rows, line = memory.rows, memory.budget_line
-# Its claims: gated against plain, and the plain nets giving way.
-planned_tests = lambda config: memory.planned_tests(config, families=(
-    claims_lib.GATING_FAMILY, claims_lib.GIVES_WAY_FAMILY))
+
+
+def planned_claims(config: Config) -> list:
+  """Its claims (gated against plain, the plain nets giving way) on
+  placeholder rows of the run's shape."""
+  return [c for c in memory.memory_claims(
+      memory.placeholder_table(config), config.models, config.lengths)
+          if c.family in (memory.GATING_FAMILY, memory.GIVES_WAY_FAMILY)]
 
 
 def groups(config: Config) -> list:
@@ -90,39 +95,39 @@ def summarize(config: Config, rows, curves=None) -> dict:
   out = {'critical_distance': {}, 'versus_rnn': {}, 'claims': []}
   crit, by_budget = {}, {}
   for budget in budgets:
-    table = claims_lib.accuracy_table(rows, steps=budget)
-    crit[budget] = {m: claims_lib.per_seed_critical(table, m, lengths)
+    table = memory.accuracy_table(rows, steps=budget)
+    crit[budget] = {m: memory.per_seed_critical(table, m, lengths)
                     for m in config.models}
     for m in config.models:
       out['critical_distance'].setdefault(m, {})[str(budget)] = \
-          claims_lib.critical_summary(crit[budget][m])
+          memory.critical_summary(crit[budget][m])
       for p in plain:
         if p != m:
-          c = claims_lib.compare(m, p, crit[budget][m], crit[budget][p])
+          c = memory.compare(m, p, crit[budget][m], crit[budget][p])
           out['versus_rnn'].setdefault(m, {}).setdefault(str(budget), {})[
               p] = {k: c[k] for k in ('wins', 'ties', 'losses', 'p')}
     final = curves if budget == budgets[-1] else None
     seeds = sorted(table[config.models[0], lengths[0]])
     for g in gated:
-      failed = {s: claims_lib.first_failure(table, g, lengths, s)
+      failed = {s: memory.first_failure(table, g, lengths, s)
                 for s in seeds}
       for p in plain:
         by_budget.setdefault((g, p), {})[budget] = \
-            claims_lib.gating_beats_plain(g, p, crit[budget][g],
+            memory.gating_beats_plain(g, p, crit[budget][g],
                                           crit[budget][p], lengths, failed,
                                           final)
     for p in plain:
-      by_budget.setdefault((p,), {})[budget] = claims_lib.plain_gives_way(
+      by_budget.setdefault((p,), {})[budget] = memory.plain_gives_way(
           table, p, lengths, curves=final)
   last = budgets[-1]
   for key, verdicts in by_budget.items():
-    claim = dict(verdicts[last])
-    claim['measured'] = (f'after {last} steps: {claim["measured"]}; by '
-                         'budget (raw p): ' + ', '.join(
-                             f'{b}: {v["verdict"]}' + (
-                                 f' (p = {stats.fmt_p(v["p"])})' if 'p' in v
-                                 else '') for b, v in verdicts.items()))
-    claim['steps'] = last
+    raw = {b: claims_lib.test(c) for b, c in verdicts.items()}
+    claim = verdicts[last]
+    claim.evidence['by_budget'] = {b: (c.verdict, c.p)
+                                   for b, c in raw.items()}
+    claim.evidence['what'] = (f'after {last} steps: '
+                              + claim.evidence['what'])
+    claim.setting['steps'] = last
     out['claims'].append(claim)
   return out
 
@@ -133,7 +138,7 @@ def print_table(config, summary) -> None:
         f'L in {sorted(config.lengths)}')
   print(record.table(
       [[m, models_lib.get(m).init_name] + [
-          claims_lib.fmt_median(summary['critical_distance'][m][str(b)])
+          memory.fmt_median(summary['critical_distance'][m][str(b)])
           for b in budgets] + [' '.join(
               str(c) for c in summary['critical_distance'][m][str(
                   budgets[-1])]['per_seed'])]

@@ -41,8 +41,10 @@ from src import probes
 from src import record
 from src import stats
 from src import experiment
+from src import claims as claims_lib
 from src import config as config_lib
 from src import tasks as tasks_lib
+from src.claims import Claim
 from src.config import Config
 
 DEFAULTS = Config(
@@ -104,16 +106,20 @@ def estimate_bytes(config: Config) -> int:
       config, lengths=trained_lengths(config)))
 
 
-def planned_tests(config) -> list[tuple[str, int, str]]:
-  """The binomial tests of the seeds: the decay along one string and
-  across lengths per recurrent model, attention's bridge per attention
-  model."""
-  family = lambda m: models_lib.get(m).family
-  recurrent = [m for m in config.models if family(m).recurrent]
-  attention = [m for m in config.models if family(m) == models_lib.ATTENTION]
-  return [(f, config.seeds, 'two-sided')
-          for f in [FAMILY, ACROSS_FAMILY] * len(recurrent)
-          + [BRIDGE_FAMILY] * len(attention)]
+def planned_claims(config) -> list:
+  """The claims `claims` makes, on placeholder fits of the run's shape."""
+  fit = {'better': 'exponential', 'exponential': {'slope': -0.1},
+         'range': [1, 2]}
+  phase = {'fits_per_seed': {str(s): fit for s in range(config.seeds)},
+           'factor_per_step': {}, 'far_over_near': {}}
+  bridge = {'length': config.bridge_length, 'init': phase, 'trained': phase}
+  m = {x: {'init_fits_per_seed': phase['fits_per_seed'],
+           'init_loglog_slope': -1.0, 'bridge': bridge,
+           'relative_sensitivity': {'trained': {
+               str(L): [1.0] * config.seeds for L in config.lengths}}}
+       for x in config.models}
+  return claims(config, m, sorted(config.lengths))
+
 
 # TensorBoard's descriptions of the tags on_chunk logs.
 TAGS = {
@@ -288,7 +294,7 @@ def _along(phase: dict) -> tuple[int, int, str]:
   return sum(decays(f) for f in fits), len(fits), text
 
 
-def claims(config, m, lengths) -> list[dict]:
+def claims(config, m, lengths) -> list[Claim]:
   out = []
   recurrent = [x for x in config.models if models_lib.get(x).family.recurrent]
   attention = [x for x in config.models
@@ -296,22 +302,21 @@ def claims(config, m, lengths) -> list[dict]:
   out += [along_one_string(config, model, m[model]['bridge'])
           for model in recurrent if 'bridge' in m[model]]
   for model in recurrent:
-    fits = m[model]['init_fits_per_seed'].values()
-    k = sum(decays(f) for f in fits)
+    fits = list(m[model]['init_fits_per_seed'].values())
     factors = [np.exp(f['exponential']['slope']) for f in fits]
-    out.append(dict(
-        claim=f'Across lengths (the second view: a model built for each L), '
-              f'the signal to position 0 through recurrence ({model}) dies '
-              'away exponentially with L (at initialisation).',
-        model=model,
-        measured=f'exponential fits better than a power law, with a falling '
-                 f'slope, in {k} of {len(factors)} seeds; median factor '
-                 f'x{np.median(factors):.3f} per step (seeds '
-                 f'{min(factors):.3f} to {max(factors):.3f})' + ''.join(
-                     f'; {a}: log-log slope '
-                     f'{m[a]["init_loglog_slope"]:.2f} (1/L is -1)'
-                     for a in attention),
-        **stats.seed_count(k, len(factors), ACROSS_FAMILY),
+    out.append(Claim(
+        f'Across lengths (the second view: a model built for each L), the '
+        f'signal to position 0 through recurrence ({model}) dies away '
+        'exponentially with L (at initialisation).',
+        claims_lib.SHAPE, ACROSS_FAMILY,
+        dict(shows=[decays(f) for f in fits],
+             what='exponential fits better than a power law, with a falling '
+                  f'slope (median factor x{np.median(factors):.3f} per step, '
+                  f'seeds {min(factors):.3f} to {max(factors):.3f}'
+                  + ''.join(f'; {a}: log-log slope '
+                            f'{m[a]["init_loglog_slope"]:.2f}, 1/L is -1'
+                            for a in attention) + ')'),
+        dict(model=model),
         note='the second view (the fit along one string is the basis): '
              'each seed: log(sensitivity to position 0) at initialisation '
              f'at L = {", ".join(map(str, lengths))} fitted against L '
@@ -321,8 +326,6 @@ def claims(config, m, lengths) -> list[dict]:
     rel = m[model]['relative_sensitivity']['trained']
     seeds = len(rel[str(lengths[0])])
     lowest = [min(rel[str(L)][s] for L in lengths) for s in range(seeds)]
-    k = sum(x > 1 for x in lowest)
-    others = [x for x in recurrent]
     along = ''
     if 'bridge' in m[model]:
       b = m[model]['bridge']
@@ -331,18 +334,17 @@ def claims(config, m, lengths) -> list[dict]:
           f'better with a falling slope in {k_} of {n_} seeds, {text}'
           for phase in ('init', 'trained') for k_, n_, text in (
               _along(b[phase]),))
-    out.append(dict(
-        claim=f'After training, attention ({model}) keeps a strong bridge to '
-              'position 0 at every length.',
-        model=model,
-        measured=f'position 0 reaches the output more strongly than the '
-                 f'last filler position at every length in {k} of {seeds} '
-                 f'seeds (lowest per-seed ratio {min(lowest):.3g}); median '
-                 f'ratio at L={lengths[-1]}: {model} '
-                 f'{np.median(rel[str(lengths[-1])]):.3g}' + ''.join(
-                     f', {x} {np.median(m[x]["relative_sensitivity"]["trained"][str(lengths[-1])]):.3g}'
-                     for x in others) + along,
-        **stats.seed_count(k, seeds, BRIDGE_FAMILY),
+    out.append(Claim(
+        f'After training, attention ({model}) keeps a strong bridge to '
+        'position 0 at every length.', claims_lib.THRESHOLD, BRIDGE_FAMILY,
+        dict(values=lowest, threshold=1.0, bounds=None,
+             what='the lowest over the lengths of the sensitivity to '
+                  'position 0 over that to the last filler position (median '
+                  f'at L={lengths[-1]}: {model} '
+                  f'{np.median(rel[str(lengths[-1])]):.3g}' + ''.join(
+                      f', {x} {np.median(m[x]["relative_sensitivity"]["trained"][str(lengths[-1])]):.3g}'
+                      for x in recurrent) + along + ')'),
+        dict(model=model),
         note='scale-free: the sensitivity to position 0 divided by the '
              'sensitivity to the last filler position (L-2), per seed; the '
              'bridge is strong where the ratio exceeds 1 at every tested '
@@ -350,37 +352,30 @@ def claims(config, m, lengths) -> list[dict]:
   return out
 
 
-def along_one_string(config, model, bridge) -> dict:
-  """The decay along one string at initialisation, seed by seed: an exact
-  binomial test of the seeds it holds in against 1/2, two-sided, one test
-  of FAMILY (Holm-adjusted by the runner)."""
+def along_one_string(config, model, bridge) -> Claim:
+  """The decay along one string at initialisation, seed by seed
+  (claims.SHAPE), one test of FAMILY."""
   k, n, init = _along(bridge['init'])
   k_trained, _, trained = _along(bridge['trained'])
-  p = stats.binomial(k, n)
-  if_significant = stats.HELD if 2 * k > n else stats.NOT_HELD
-  return dict(
-      claim=f'Through recurrence ({model}) the signal dies away '
-            'exponentially with distance along one string (at '
-            'initialisation).',
-      model=model, length=bridge['length'],
-      measured=f'exponential fits better than a power law, with a falling '
-               f'slope, in {k} of {n} seeds (exact binomial test against '
-               f'1/2, two-sided, p = {stats.fmt_p(p)}); {init}; trained '
-               f'({config.steps} steps): in {k_trained} of {n} seeds, '
-               f'{trained}',
-      test='exact binomial test, two-sided, p = 1/2',
-      note='per seed: the sensitivity ||d margin / d x_t|| to every '
-           'position t of the same strings (one backward pass, mean over '
-           f'{PROBE_EXAMPLES} strings), log-fitted against the distance '
-           'd = L-1-t (exponential) and against log d (power law), two '
+  fits = list(bridge['init']['fits_per_seed'].values())
+  return Claim(
+      f'Through recurrence ({model}) the signal dies away exponentially with '
+      'distance along one string (at initialisation).', claims_lib.SHAPE,
+      FAMILY,
+      dict(shows=[decays(f) for f in fits],
+           what=f'exponential fits better than a power law, with a falling '
+                f'slope ({init}; trained, {config.steps} steps: in '
+                f'{k_trained} of {n} seeds, {trained})'),
+      dict(model=model, length=bridge['length']),
+      note='per seed: the sensitivity ||d margin / d x_t|| to every position '
+           f't of the same strings (one backward pass, mean over '
+           f'{PROBE_EXAMPLES} strings), log-fitted against the distance d = '
+           'L-1-t (exponential) and against log d (power law), two '
            'parameters each, over d = 1 to the last distance before the '
            f'first value at or below {stats.FLOOR:g} (float32 underflow); '
            'the smaller residual sum of squares names the shape; a seed '
            'counts when the exponential wins with a falling slope (fewer '
-           'than 3 distances to fit: it does not)',
-      p=p, p_min=stats.smallest_p(n), seeds=n, if_significant=if_significant,
-      family=FAMILY,
-      verdict=if_significant if p < stats.ALPHA else stats.INCONCLUSIVE)
+           'than 3 distances to fit: it does not)')
 
 
 def print_table(config, summary) -> None:

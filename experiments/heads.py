@@ -27,8 +27,10 @@ import numpy as np
 
 from src import record
 from src import stats
+from src import claims as claims_lib
 from src import experiment
 from src import tasks as tasks_lib
+from src.claims import Claim
 from src.config import Config
 
 DEFAULTS = Config(
@@ -203,27 +205,33 @@ def summarize_group(rows, length) -> dict:
 FAMILY = 'several heads specialise on different relations without being told'
 
 
-def planned_tests(config) -> list[tuple[str, int, str]]:
-  """The binomial test of the seeds per model (with 2 heads)."""
-  return [(FAMILY, config.seeds, 'two-sided') for _ in config.models
-          if 2 in config.heads]
+def planned_claims(config) -> list:
+  """The claim per model (with 2 heads), on placeholder seeds."""
+  two = {'per_seed': [dict(separate=False)] * config.seeds}
+  return [claim(m, {'2': two}) for m in config.models if 2 in config.heads]
 
 
-def claim(model, by_heads) -> dict:
+# Heads specialise "spontaneously": in most seeds, not in some (declared).
+SPECIALISE_RATE = 0.5
+
+
+def claim(model, by_heads) -> Claim:
   two = by_heads['2']
-  n, k = len(two['per_seed']), two['seeds_specialised']
-  return dict(
-      claim='Several heads specialise on different relations without being '
-            'told.',
-      model=model,
-      measured=f'with 2 heads, the two relations ended on different heads '
-               f'(each with over {SPECIALISED} of its weight) in {k} of {n} '
-               'seeds; accuracy by head count: ' + ', '.join(
-                   f'{h}: {v["accuracy"]:.3f}' for h, v in by_heads.items()),
-      **stats.seed_count(k, n, FAMILY),
-      note=f'each seed judged alone: one head holds over {SPECIALISED} of '
-           'its weight on the first symbol, another over '
-           f'{SPECIALISED} on the second')
+  return Claim(
+      'Several heads specialise on different relations without being told.',
+      claims_lib.RELIABILITY, FAMILY,
+      dict(successes=[p['separate'] for p in two['per_seed']],
+           rate=SPECIALISE_RATE,
+           what=f'with 2 heads, the two relations ended on different heads '
+                f'(each with over {SPECIALISED} of its weight; accuracy by '
+                'head count: ' + ', '.join(
+                    f'{h}: {v["accuracy"]:.3f}' for h, v in by_heads.items()
+                    if 'accuracy' in v) + ')'),
+      dict(model=model),
+      note=f'a seed specialises when one head holds over {SPECIALISED} of '
+           f'its weight on the first symbol, another over {SPECIALISED} on '
+           f'the second; "spontaneously" is read as in most seeds (rate '
+           f'{SPECIALISE_RATE})')
 
 
 def print_table(config, summary) -> None:

@@ -34,6 +34,7 @@ from src import models as models_lib
 from src import record
 from src import stats
 from src import tasks as tasks_lib
+from src.claims import Claim
 from src.config import Config, ConfigError
 
 DEFAULTS = Config(
@@ -193,138 +194,119 @@ def failing_runs(table, model, length, pairs, widths, seeds) -> list:
           if not stats.reaches(table[model, length, P, w][s], RECALLS)]
 
 
-def decide(p: float, p_min: float, if_significant: str, *, seeds: int,
-           failing: bool, flat: dict, steps: int) -> tuple[str, str]:
-  """(verdict, what the trained-out rule adds): `if_significant` when
-  p < ALPHA, unless it says a model failed and its failing runs were still
-  learning; otherwise inconclusive (underpowered when even the smallest p
-  could not reach ALPHA)."""
-  if p_min >= stats.ALPHA:
-    return stats.underpowered(seeds), ''
-  if p >= stats.ALPHA:
-    return stats.INCONCLUSIVE, ''
-  if failing and not flat['flat']:
-    fall = (f'{100 * flat["fall"]:.1f}%' if np.isfinite(flat['fall'])
-            else 'n/a')
-    return stats.INCONCLUSIVE, (f'; still learning at {steps} steps (the '
-                                f'failing runs\' loss fell by a median {fall}'
-                                ' over the last doubling)')
-  return if_significant, ''
-
-
-def attention_recalls(table, model, length, pairs, widths, config, curves):
+def attention_recalls(table, model, length, pairs, widths, config,
+                      curves) -> Claim:
   """Per seed: its lowest query accuracy over pairs and widths reaches
-  RECALLS; the count of seeds decides (`stats.seed_count`: an exact
-  two-sided binomial test against 1/2)."""
+  RECALLS; the share of seeds against claims.RELIABLE_RATE (a failure
+  trained out before did not hold)."""
   seeds = sorted(table[model, length, pairs[0], widths[0]])
   lowest = [min(table[model, length, P, w][s] for P in pairs for w in widths)
             for s in seeds]
-  n, k = len(seeds), sum(stats.reaches(x, RECALLS) for x in lowest)
-  test = stats.seed_count(k, n, ATTENTION_FAMILY)
   flat = trained_out(curves, failing_runs(table, model, length, pairs,
                                           widths, seeds), config.steps)
-  verdict, more = decide(
-      test['p'], test['p_min'], test['if_significant'], seeds=n,
-      failing=test['if_significant'] == stats.NOT_HELD, flat=flat,
-      steps=config.steps)
-  return dict(
-      claim=f'Attention ({model}) recalls every pair at every width tested.',
-      model=model, length=length,
-      measured=f'at >= {RECALLS:.0%} of the queries at every P in '
-               f'{min(pairs)}..{max(pairs)} and d_model {min(widths)}..'
-               f'{max(widths)} in {k} of {n} seeds; lowest per seed '
-               + ' '.join(f'{x:.3f}' for x in lowest) + more,
-      **dict(test, verdict=verdict, test=f'{test["test"]}; each seed: its '
-             'lowest accuracy over pairs and widths'), blocked=bool(more),
-      note=f'each seed judged alone (its lowest accuracy must reach '
-           f'{RECALLS:.0%}), then the count of seeds against 1/2; a failure '
-           'verdict needs the failing runs trained out (loss flat over the '
-           'last doubling of steps)')
+  return Claim(
+      f'Attention ({model}) recalls every pair at every width tested.',
+      claims_lib.RELIABILITY, ATTENTION_FAMILY,
+      dict(successes=[stats.reaches(x, RECALLS) for x in lowest],
+           values=lowest,
+           what=f'at >= {RECALLS:.0%} of the queries at every P in '
+                f'{min(pairs)}..{max(pairs)} and d_model {min(widths)}..'
+                f'{max(widths)} (its lowest per seed below)'),
+      dict(model=model, length=length),
+      gates=claims_lib.learning_gate(stats.NOT_HELD, flat),
+      note=f'a seed recalls every pair when its lowest accuracy over pairs '
+           f'and widths reaches {RECALLS:.0%}')
 
 
-def accuracy_falls(table, model, length, pairs, widths, config, curves):
-  """At a fixed width, fewer pairs recalled as P grows: per seed, the mean
-  over widths of the accuracy at the fewest pairs against at the most;
-  exact one-sided sign test, paired by seed."""
+def _mean_over_widths(table, model, length, P, widths, s) -> float:
+  return float(np.mean([table[model, length, P, w][s] for w in widths]))
+
+
+def fills_up(table, model, attention, length, pairs, widths, config,
+             curves) -> list[Claim]:
+  """A fixed-size summary fills up, against attention (whose cache grows
+  with the string), paired by seed, at a fixed width (the mean over the
+  widths tested), from the fewest pairs lo to the most hi: in the fraction
+  of queries recalled, the recurrence loses more than attention; in pairs
+  recalled (fraction x P), it gains fewer than attention. Held needs the
+  recurrence's runs below RECALLS at hi trained out."""
   lo, hi = min(pairs), max(pairs)
   seeds = sorted(table[model, length, lo, widths[0]])
-  mean = lambda P, s: float(np.mean([table[model, length, P, w][s]
-                                     for w in widths]))
-  few, many = [mean(lo, s) for s in seeds], [mean(hi, s) for s in seeds]
-  test = stats.sign_test(few, many, alternative='greater')
+  acc = lambda m, P: [_mean_over_widths(table, m, length, P, widths, s)
+                      for s in seeds]
+  fall = lambda m: [a - b for a, b in zip(acc(m, lo), acc(m, hi))]
+  gain = lambda m: [b * hi - a * lo for a, b in zip(acc(m, lo), acc(m, hi))]
   flat = trained_out(curves, failing_runs(table, model, length, [hi],
                                           widths, seeds), config.steps)
-  verdict, more = decide(test['p'], 0.5 ** len(seeds), stats.HELD,
-                         seeds=len(seeds), failing=True, flat=flat,
-                         steps=config.steps)
+  gates = claims_lib.learning_gate(stats.HELD, flat)
+  setting = dict(model=model, length=length, versus=attention)
   by_width = '; '.join(
       f'd={w}: ' + ' -> '.join(
           f'{np.mean(list(table[model, length, P, w].values())):.3f}'
           for P in pairs) for w in widths)
-  return dict(
-      claim=f'At a fixed width, {model} recalls fewer pairs as the pairs '
-            'grow (its summary fills up).',
-      model=model, length=length,
-      measured=f'mean accuracy over widths lower at P={hi} than at P={lo} in '
-               f'{test["wins"]} of {len(seeds)} seeds (higher in '
-               f'{test["losses"]}, tied in {test["ties"]}; one-sided sign '
-               f'test p = {stats.fmt_p(test["p"])}); seed means by width, P '
-               f'{"->".join(map(str, pairs))}: {by_width}' + more,
-      verdict=verdict, test='exact one-sided sign test, paired by seed',
-      p=test['p'], p_min=0.5 ** len(seeds), if_significant=stats.HELD,
-      family=FILLS_FAMILY, seeds=len(seeds), blocked=bool(more),
-      note='per seed, the mean over the widths tested; a recurrence that '
-           'recalls every pair count at every width ties (no evidence); held '
-           'needs the runs below 99% at the most pairs trained out')
+  return [
+      Claim(f'At a fixed width, {model} recalls a smaller share of the pairs '
+            f'as they grow, more so than attention ({attention}): its '
+            'summary fills up.', claims_lib.COMPARISON, FILLS_FAMILY,
+            dict(x=fall(model), y=fall(attention), x_name=model,
+                 y_name=attention,
+                 what=f'fall in the fraction recalled from P={lo} to P={hi} '
+                      f'(mean over d_model {", ".join(map(str, widths))}; '
+                      f'{model} by width, P {"->".join(map(str, pairs))}: '
+                      f'{by_width})'),
+            setting, gates=gates,
+            note='per seed, the accuracy at the fewest pairs minus at the '
+                 'most, mean over the widths; an interaction: the '
+                 'recurrence\'s fall against attention\'s, seed by seed'),
+      Claim(f'At a fixed width, {model} recalls fewer additional pairs than '
+            f'attention ({attention}) as the pairs grow: its summary fills '
+            'up.', claims_lib.COMPARISON, FILLS_FAMILY,
+            dict(x=gain(attention), y=gain(model), x_name=attention,
+                 y_name=model,
+                 what=f'pairs recalled at P={hi} minus at P={lo} (fraction x '
+                      'P, mean over the widths)'),
+            setting, gates=gates,
+            note='counted in pairs recalled, not in the fraction: a summary '
+                 'that fills up gains fewer pairs when more are asked')]
 
 
-def width_grows(table, model, length, pairs, widths, config, curves):
-  """Per seed, the smallest width reaching RECALLS at the most pairs against
-  at the fewest (none: infinite); exact one-sided sign test, paired by
-  seed."""
+def width_grows(table, model, length, pairs, widths, config,
+                curves) -> Claim | None:
+  """Per seed, the smallest width reaching RECALLS at the most pairs
+  against at the fewest (none: past the grid, censored), claims.COMPARISON;
+  made only where the grid lets the recurrence reach the bar at the fewest
+  pairs in some seed (else the widths cannot say how much it needs: None)."""
   lo, hi = min(pairs), max(pairs)
   seeds = sorted(table[model, length, lo, widths[0]])
   need = {P: [width_needed(table, model, length, P, widths, s)
               for s in seeds] for P in pairs}
-  test = stats.sign_test(need[hi], need[lo], alternative='greater')
+  if not any(np.isfinite(w) for w in need[lo]):
+    return None
+  past = 2 * max(widths)  # "none of the grid" stands past its widest
+  clip = lambda v: [w if np.isfinite(w) else past for w in v]
   flat = trained_out(curves, failing_runs(table, model, length, [hi],
                                           widths, seeds), config.steps)
-  verdict, more = decide(test['p'], 0.5 ** len(seeds), stats.HELD,
-                         seeds=len(seeds), failing=True, flat=flat,
-                         steps=config.steps)
-  fmt = lambda v: ' '.join('-' if not np.isfinite(w) else str(w) for w in v)
-  return dict(
-      claim=f'The width {model} needs to recall every pair grows with the '
-            'pairs.',
-      model=model, length=length,
-      measured=f'larger at P={hi} than at P={lo} in {test["wins"]} of '
-               f'{len(seeds)} seeds (smaller in {test["losses"]}, tied in '
-               f'{test["ties"]}; one-sided sign test p = '
-               f'{stats.fmt_p(test["p"])}); width needed per seed (-: none '
-               f'of {min(widths)}..{max(widths)}): '
-               + '; '.join(f'P={P}: {fmt(need[P])}' for P in pairs) + more,
-      verdict=verdict, test='exact one-sided sign test, paired by seed',
-      p=test['p'], p_min=0.5 ** len(seeds), if_significant=stats.HELD,
-      family=FILLS_FAMILY, seeds=len(seeds), blocked=bool(more),
+  return Claim(
+      f'The width {model} needs to recall every pair grows with the pairs.',
+      claims_lib.COMPARISON, FILLS_FAMILY,
+      dict(x=clip(need[hi]), y=clip(need[lo]), x_name=f'P={hi}',
+           y_name=f'P={lo}', ceiling=past, digits=0,
+           what=f'width needed ({past}: none of {min(widths)}..'
+                f'{max(widths)})'),
+      dict(model=model, length=length),
+      gates=claims_lib.learning_gate(stats.HELD, flat),
       note=f'width needed: the smallest tested d_model at >= {RECALLS:.0%}; '
-           'a seed that needs none of them at either count ties (no '
-           'evidence)')
+           'a seed that needs none of them at either count is censored')
 
 
-def planned_tests(config) -> list[tuple[str, int, str]]:
-  """(family, seeds, alternative) of every test `summarize` makes, per
-  length: attention's count of seeds (two-sided), and two one-sided sign
-  tests per recurrence where a length has two pair counts or more."""
-  out = []
-  for L in config.lengths:
-    many = len([P for L2, P in grid(config) if L2 == L]) > 1
-    for m in config.models:
-      family = models_lib.get(m).family
-      if family == models_lib.ATTENTION:
-        out.append((ATTENTION_FAMILY, config.seeds, 'two-sided'))
-      elif family.recurrent and many:
-        out += [(FILLS_FAMILY, config.seeds, 'greater')] * 2
-  return out
+def planned_claims(config) -> list:
+  """The claims `summarize` makes, on placeholder rows of the run's shape
+  (every run at the bar, so that `width_grows` is planned too)."""
+  rows = [dict(model=m, length=L, num_pairs=P, d_model=w, seed=s,
+               accuracy=1.0)
+          for m in config.models for L, P in grid(config)
+          for w in config.widths for s in range(config.seeds)]
+  return summarize(config, rows)['claims']
 
 
 def summarize(config: Config, rows, curves=()) -> dict:
@@ -356,14 +338,24 @@ def summarize(config: Config, rows, curves=()) -> dict:
             state_floats=(None if not np.isfinite(med) else state_floats(
                 m, L, int(min(w for w in widths if w >= med)), config))))
       spec = models_lib.get(m)
+      attention = [a for a in config.models
+                   if models_lib.get(a).family == models_lib.ATTENTION
+                   and all((a, L, P, w) in table for P in pairs
+                           for w in widths)]
       if spec.family == models_lib.ATTENTION:
         out['claims'].append(attention_recalls(table, m, L, pairs, widths,
                                                config, curves))
       elif spec.family.recurrent and len(pairs) > 1:
-        out['claims'].append(accuracy_falls(table, m, L, pairs, widths,
-                                            config, curves))
-        out['claims'].append(width_grows(table, m, L, pairs, widths, config,
-                                         curves))
+        if attention:
+          out['claims'] += fills_up(table, m, attention[0], L, pairs, widths,
+                                    config, curves)
+        grows = width_grows(table, m, L, pairs, widths, config, curves)
+        if grows is not None:
+          out['claims'].append(grows)
+        else:
+          out.setdefault('not_judged', []).append(
+              f'the width {m} needs (L={L}): it reaches {RECALLS:.0%} at no '
+              f'width of {widths} even at P={min(pairs)}')
   return out
 
 

@@ -47,6 +47,7 @@ from src import models as models_lib
 from src import record
 from src import stats
 from src import tasks as tasks_lib
+from src.claims import Claim
 from src.config import Config
 
 DEFAULTS = Config(
@@ -89,15 +90,13 @@ TASKS = (('copy', False), ('xor', False), ('sum', False),
          ('copy', True), ('xor', True), ('sum', True))
 QUICK_TASKS = (('xor', False),)
 BEAM_TASK = 'two_symbol'  # the two-relation task of --exp=heads
-ABOVE_CHANCE = 0.05  # a seed is above chance at chance + 0.05 (1,024
-# strings: 4.5 standard errors at chance 0.5)
 LINK = 0.2  # a head "follows" a target with at least this weight on it
 # (twice the uniform 1/L at L = 10)
 PROBE_EXAMPLES = 512
 
-FAMILY_CHANCE = 'routing: attention alone cannot compute (against chance)'
-FAMILY_DENSE = ('routing: attention alone cannot compute (against the '
-                'transformer)')
+FAMILY_CANNOT = ('routing: attention alone cannot compute (against what '
+                 'routing allows)')
+FAMILY_DENSE = 'routing: a dense block learns it more reliably'
 FAMILY_DOES = 'routing: a dense block computes'
 FAMILY_ROUTES = 'routing: attention routes (the control)'
 FAMILY_BEAM = 'one beam, one link'
@@ -299,7 +298,10 @@ def summarize(config: Config, rows, tables, curves=()) -> dict:
   names = {g.key['task'] + '|' + label(g.model, g.key['num_heads'],
                                        g.key['d_model'], config): g
            for g in groups(config)}
-  out = {'accuracy': table, 'one_head': masses, 'claims': []}
+  # What routing alone allows on each task (the null of "cannot compute").
+  nulls = {task: null(task) for task in table if task != BEAM_TASK}
+  out = {'accuracy': table, 'one_head': masses, 'routing_null': nulls,
+         'claims': []}
   out['claims'] = claims(config, table, masses, curves, names)
   return out
 
@@ -310,51 +312,33 @@ def trained_out(curves, group, seeds, step) -> dict:
   return claims_lib.trained_out(curves or [], seeds, step, group=group.name)
 
 
-def _tested(claim, p, if_significant, family, n, sided=2) -> dict:
-  """A claim decided by a test: its p, the smallest p the test can reach
-  with n seeds, its verdict if significant, its family, and the verdict
-  from the raw p (the runner Holm-adjusts within the family and says where
-  a test is underpowered)."""
-  p_min = stats.smallest_p(n, 'two-sided' if sided == 2 else 'greater')
-  verdict = if_significant if p < stats.ALPHA else stats.INCONCLUSIVE
-  return dict(claim, p=p, p_min=p_min, seeds=n,
-              if_significant=if_significant, family=family, verdict=verdict)
+def null(task: str) -> float:
+  """The null of "attention alone cannot compute f": the best accuracy of a
+  read-out that only routes the two symbols (`tasks.routing_ceiling`)."""
+  function = task.split('_')[0]
+  return tasks_lib.routing_ceiling(function, 2 if function == 'xor'
+                                   else SUM_K)
 
 
-def _still_learning(claim, out) -> dict:
-  """A verdict that a model failed, overruled when its failing seeds were
-  still learning (it stays inconclusive after Holm: `blocked`)."""
-  return dict(claim, verdict=stats.INCONCLUSIVE, blocked=True,
-              measured=claim['measured'] + '; '
-              + claims_lib.still_learning(out))
-
-
-def planned_tests(config) -> list[tuple[str, int, str]]:
-  """(family, seeds, alternative) of every test `claims` makes, from the
-  groups this config trains (every test two-sided; the beam's counts only
-  the seeds whose one head solves, at best every seed)."""
-  trained = {}
+def planned_claims(config) -> list:
+  """The claims `claims` makes, on placeholder accuracies of the groups
+  this config trains."""
+  table, masses = {}, {}
   for g in groups(config):
-    trained.setdefault(g.key['task'], []).append(
-        label(g.model, g.key['num_heads'], g.key['d_model'], config))
-  out = []
-  for function, tagged in tasks_for(config):
-    names = trained.get(task_name(function, tagged), [])
-    attention = [n for n in names if n.startswith('attention')]
-    if function == 'copy':
-      out += [FAMILY_ROUTES] if attention else []
-      continue
-    for name in attention:
-      out.append(FAMILY_CHANCE)
-      if f'transformer h{name.split(" h")[-1]}' in names:
-        out.append(FAMILY_DENSE)
-    out += [FAMILY_DOES] if any(n.startswith('transformer') for n in names) \
-        else []
-  out += [FAMILY_BEAM] if BEAM_TASK in trained else []
-  return [(f, config.seeds, 'two-sided') for f in out]
+    name = label(g.model, g.key['num_heads'], g.key['d_model'], config)
+    table.setdefault(g.key['task'], {})[name] = dict(
+        mean=0.5, seeds=[0.5] * config.seeds, num_params=0,
+        chance=1 / num_classes(g.key['task']))
+    if g.key['task'] == BEAM_TASK:
+      masses[BEAM_TASK] = [dict(seed=s, mass_first=0.5, mass_second=0.5,
+                                accuracy=1.0) for s in range(config.seeds)]
+  names = {g.key['task'] + '|' + label(g.model, g.key['num_heads'],
+                                       g.key['d_model'], config): g
+           for g in groups(config)}
+  return claims(config, table, masses, [], names)
 
 
-def claims(config, table, masses, curves, names) -> list[dict]:
+def claims(config, table, masses, curves, names) -> list[Claim]:
   out = []
   for function, tagged in tasks_for(config):
     task = task_name(function, tagged)
@@ -365,10 +349,10 @@ def claims(config, table, masses, curves, names) -> list[dict]:
     for name in (n for n in rows if n.startswith('attention')):
       heads = name.split(' h')[-1]
       dense = rows.get(f'transformer h{heads}')
-      out.append(_against_chance(config, task, name, rows[name],
-                                 curves, names[f'{task}|{name}']))
+      out.append(_cannot(config, task, name, rows[name], curves,
+                         names[f'{task}|{name}']))
       if dense is not None:
-        out.append(_against_dense(config, task, name, rows[name],
+        out.append(_more_reliably(config, task, name, rows[name],
                                   f'transformer h{heads}', dense, curves,
                                   names[f'{task}|{name}']))
     out += _dense_computes(config, task, rows, curves, names)
@@ -381,143 +365,114 @@ def _fmt(values) -> str:
   return ' '.join(f'{v:.2f}' for v in values)
 
 
-def _against_chance(config, task, name, row, curves, group) -> dict:
-  """Seeds above chance + ABOVE_CHANCE against seeds at chance: an exact
-  binomial (sign) test against 1/2, two-sided."""
-  acc, chance = row['seeds'], row['chance']
-  above = [a >= chance + ABOVE_CHANCE for a in acc]
-  n, k = len(acc), sum(above)
-  p = stats.binomial(k, n)
-  claim = dict(
-      claim=f'Without a dense block, attention ({name}) cannot compute '
-            f'{task.split("_")[0]} of the two symbols ({task}): it stays at '
-            'chance.',
-      model='attention', task=task, steps=config.steps,
-      measured=f'above chance ({chance:.2f} + {ABOVE_CHANCE}) in {k} of {n} '
-               f'seeds (exact binomial test p = {stats.fmt_p(p)}); accuracy '
-               f'per seed {_fmt(acc)}; {row["num_params"]} parameters',
-      test='exact sign test of per-seed accuracy against chance + '
-           f'{ABOVE_CHANCE}, two-sided',
-      note='held if significantly many seeds stay at chance, did not hold '
-           'if significantly many rise above it; a seed at chance must have '
-           'stopped learning (training loss flat over the last doubling)')
-  claim = _tested(claim, p, stats.HELD if 2 * k < n else stats.NOT_HELD,
-                  FAMILY_CHANCE, n)
-  if claim['if_significant'] == stats.HELD:
-    stuck = [s for s, a in enumerate(above) if not a]
-    t = trained_out(curves, group, stuck, config.steps)
-    if not t['flat']:
-      claim = _still_learning(claim, t)
-  return claim
+def _cannot(config, task, name, row, curves, group) -> Claim:
+  """Attention alone against what routing allows (`null`): every seed at or
+  below it, at its best rate of a grid and trained out, is held; a seed
+  above it (it computes) is did not hold."""
+  ceiling = null(task)
+  return Claim(
+      f'Without a dense block, attention ({name}) cannot compute '
+      f'{task.split("_")[0]} of the two symbols ({task}): it gets no further '
+      'than routing them allows.', claims_lib.IMPOSSIBILITY, FAMILY_CANNOT,
+      dict(accuracy=row['seeds'], strings=config.eval_examples,
+           null=ceiling, null_name='the best additive read-out of the two '
+                                   'routed symbols, exact',
+           what=f'{row["num_params"]} parameters'),
+      dict(model='attention', task=task, steps=config.steps),
+      gates={**claims_lib.grid_gate(stats.HELD, config.rates),
+             **claims_lib.learning_gate(stats.HELD, trained_out(
+                 curves, group, range(len(row['seeds'])), config.steps))},
+      note='the null is what routing alone can reach: weights that do not '
+           'depend on the symbols and a linear read-out make every class '
+           'score additive in the two symbols; its exact best accuracy '
+           '(tasks.routing_ceiling) is 1 for copy, 0.75 for xor, 0.76 for '
+           'sum mod 5, not chance')
 
 
-def _against_dense(config, task, name, row, dense_name, dense, curves,
-                   group) -> dict:
-  """Seed i of the transformer against seed i of attention-only: exact
-  sign test, two-sided."""
-  c = stats.sign_test(dense['seeds'], row['seeds'])
-  claim = dict(
-      claim=f'A dense block computes what attention alone cannot: '
-            f'{dense_name} beats attention-only ({name}) on {task}.',
-      model='attention', task=task, steps=config.steps,
-      measured=f'{dense_name} ahead in {c["wins"]}, tied in {c["ties"]}, '
-               f'behind in {c["losses"]} of {len(row["seeds"])} seeds (sign '
-               f'test p = {stats.fmt_p(c["p"])}); mean accuracy '
-               f'{dense["mean"]:.3f} ({dense["num_params"]} parameters) '
-               f'against {row["mean"]:.3f} ({row["num_params"]})',
-      test='exact sign test, two-sided, paired by seed',
-      note='seed i of each on the same strings; ties (both solving) carry '
-           'no evidence; held needs the losing attention-only seeds '
-           'trained out')
-  claim = _tested(claim, c['p'], stats.HELD if c['wins'] > c['losses']
-                  else stats.NOT_HELD, FAMILY_DENSE, len(row['seeds']))
-  if claim['if_significant'] == stats.HELD:
-    behind = [s for s, (d, a) in enumerate(zip(dense['seeds'], row['seeds']))
-              if d > a]
-    t = trained_out(curves, group, behind, config.steps)
-    if not t['flat']:
-      claim = _still_learning(claim, t)
-  return claim
+def _more_reliably(config, task, name, row, dense_name, dense, curves,
+                   group) -> Claim:
+  """Seed i of the transformer against seed i of attention-only, solved or
+  not (a tie, both solving or both failing, is not ahead). Held needs the
+  attention-only seeds that failed trained out."""
+  solved = lambda v: [float(stats.solved(a)) for a in v]
+  behind = [s for s, (d, a) in enumerate(zip(dense['seeds'], row['seeds']))
+            if stats.solved(d) and not stats.solved(a)]
+  return Claim(
+      f'A dense block learns {task.split("_")[0]} of the two symbols '
+      f'({task}) more reliably than attention alone: {dense_name} solves it '
+      f'in more seeds than {name}.', claims_lib.COMPARISON, FAMILY_DENSE,
+      dict(x=solved(dense['seeds']), y=solved(row['seeds']),
+           x_name=dense_name, y_name=name, digits=0,
+           what=f'solved (>= {stats.SOLVED:.0%}: 1) (accuracy '
+                f'{dense["mean"]:.3f} with {dense["num_params"]} parameters '
+                f'against {row["mean"]:.3f} with {row["num_params"]})'),
+      dict(model='attention', task=task, steps=config.steps),
+      gates=claims_lib.learning_gate(stats.HELD, trained_out(
+          curves, group, behind, config.steps)),
+      note='seed i of each on the same strings; both solving, or both '
+           'failing, is a tie, and a tie is not more reliable')
 
 
-def _dense_computes(config, task, rows, curves, names) -> list[dict]:
-  """The transformer, seed by seed: solved at every head count."""
+def _dense_computes(config, task, rows, curves, names) -> list[Claim]:
+  """The transformer computes f: a seed above what routing allows, at every
+  head count (its lowest accuracy over them), on held-out strings."""
   dense = [n for n in rows if n.startswith('transformer')]
   if not dense:
     return []
   seeds = range(len(rows[dense[0]]['seeds']))
-  solved = [all(stats.solved(rows[n]['seeds'][s]) for n in dense)
-            for s in seeds]
-  k, n = sum(solved), len(solved)
-  claim = dict(
-      claim=f'A dense block computes {task.split("_")[0]} of the two '
-            f'symbols ({task}).',
-      model='transformer', task=task, steps=config.steps,
-      measured=f'solved (>= {stats.SOLVED:.0%}) at every head count in {k} '
-               f'of {n} seeds; accuracy per seed ' + '; '.join(
-                   f'{m}: {_fmt(rows[m]["seeds"])}' for m in dense),
-      **stats.seed_count(k, n, FAMILY_DOES),
-      note=f'each seed judged alone: at least {stats.SOLVED:.0%} test '
-           'accuracy with every head count; a failing seed must have '
-           'stopped learning')
-  failing = [s for s, ok in zip(seeds, solved) if not ok]
+  lowest = [min(rows[n]['seeds'][s] for n in dense) for s in seeds]
+  failing = [s for s in seeds if lowest[s] < null(task)]
+  gates = {**claims_lib.grid_gate(stats.NOT_HELD, config.rates)}
   for m in dense:
-    t = trained_out(curves, names[f'{task}|{m}'],
-                    [s for s in failing
-                     if not stats.solved(rows[m]['seeds'][s])], config.steps)
-    if not t['flat']:
-      return [_still_learning(claim, t)]
-  return [claim]
+    gates.update(claims_lib.learning_gate(stats.NOT_HELD, trained_out(
+        curves, names[f'{task}|{m}'], failing, config.steps)))
+  return [Claim(
+      f'A dense block computes {task.split("_")[0]} of the two symbols '
+      f'({task}).', claims_lib.CAPABILITY, FAMILY_DOES,
+      dict(accuracy=lowest, strings=config.eval_examples, null=null(task),
+           null_name='the best additive read-out of the two routed symbols',
+           what=f'its lowest accuracy over {", ".join(dense)}'),
+      dict(model='transformer', task=task, steps=config.steps), gates=gates)]
 
 
-def _routes(config, task, rows) -> list[dict]:
+def _routes(config, task, rows) -> list[Claim]:
   """The control: attention alone copies, seed by seed, at every head
-  count."""
+  count (the share of seeds, claims.RELIABILITY)."""
   names = [n for n in rows if n.startswith('attention')]
   if not names:
     return []
   n = len(rows[names[0]]['seeds'])
-  k = sum(all(stats.solved(rows[m]['seeds'][s]) for m in names)
-          for s in range(n))
-  return [dict(
-      claim=f'Attention alone routes: it copies the first symbol ({task}).',
-      model='attention', task=task,
-      measured=f'solved (>= {stats.SOLVED:.0%}) by every attention-only '
-               f'model in {k} of {n} seeds; accuracy per seed ' + '; '.join(
-                   f'{m}: {_fmt(rows[m]["seeds"])}' for m in names),
-      **stats.seed_count(k, n, FAMILY_ROUTES),
-      note=f'each seed judged alone: at least {stats.SOLVED:.0%} with every '
-           'attention-only model (the control: routing, no computation)')]
+  lowest = [min(rows[m]['seeds'][s] for m in names) for s in range(n)]
+  return [Claim(
+      f'Attention alone routes: it copies the first symbol ({task}).',
+      claims_lib.RELIABILITY, FAMILY_ROUTES,
+      dict(successes=[stats.solved(a) for a in lowest], values=lowest,
+           what=f'solved (>= {stats.SOLVED:.0%}) by every attention-only '
+                f'model ({", ".join(names)}; the lowest per seed below)'),
+      dict(model='attention', task=task),
+      note='the control: routing, no computation')]
 
 
-def _one_beam(seeds: list[dict]) -> dict:
-  """Among the seeds whose one head solves the two-relation task: split
-  (at least LINK of its weight on each target) against one link; exact
-  binomial test against 1/2, two-sided."""
-  solvers = [r for r in seeds if stats.solved(r['accuracy'])]
-  split = [min(r['mass_first'], r['mass_second']) >= LINK for r in solvers]
-  n, k = len(solvers), sum(split)
-  p = stats.binomial(k, n)
-  per_seed = ' '.join(f'[{r["mass_first"]:.2f}, {r["mass_second"]:.2f}'
-                      f'{"" if stats.solved(r["accuracy"]) else ", unsolved"}]'
-                      for r in sorted(seeds, key=lambda r: r['seed']))
-  claim = dict(
-      claim='A single beam of attention follows a single link at a time.',
-      model='attention', task=BEAM_TASK,
-      measured=f'{n} of {len(seeds)} seeds solved with one head; of those, '
-               f'{k} split its weight (>= {LINK} on each target), '
-               f'{n - k} followed one link (exact binomial test p = '
-               f'{stats.fmt_p(p)}); weight on [first, second] per seed '
-               f'{per_seed}',
-      test='exact binomial test of split against one-link among the '
-           'solving seeds, two-sided',
+def _one_beam(seeds: list[dict]) -> Claim:
+  """Among the seeds whose one head solves the two-relation task: one link
+  (under LINK of its weight on one target) against a split; in most of
+  them (rate 1/2)."""
+  solvers = sorted((r for r in seeds if stats.solved(r['accuracy'])),
+                   key=lambda r: r['seed'])
+  return Claim(
+      'A single beam of attention follows a single link at a time.',
+      claims_lib.RELIABILITY, FAMILY_BEAM,
+      dict(successes=[min(r['mass_first'], r['mass_second']) < LINK
+                      for r in solvers], rate=0.5,
+           values=[min(r['mass_first'], r['mass_second']) for r in solvers],
+           what=f'one link (under {LINK} of the weight on one target) among '
+                f'the {len(solvers)} of {len(seeds)} seeds that solved with '
+                'one head (the weight on the lesser target per seed below)'),
+      dict(model='attention', task=BEAM_TASK),
       note='one layer, one head: the read-out position holds only the query '
            'and its position, so a head that solves must bring both symbols '
-           'itself; held if significantly many solving seeds put under '
-           f'{LINK} on one target, did not hold if significantly many put '
-           f'{LINK} or more on each')
-  return _tested(claim, p, stats.NOT_HELD if 2 * k > n else stats.HELD,
-                 FAMILY_BEAM, n)
+           'itself; one link in most solving seeds holds, a split in most '
+           'does not')
 
 
 # -- the table and the figure ---------------------------------------------------------

@@ -1,268 +1,529 @@
-"""The lesson's claims about distance on the memory task, as verdict rules on
-per-seed results. Shared by `distance`, `gating` and `budget`, which read
-the same kind of rows (model, length, seed, accuracy[, steps]).
+"""A claim of the lesson as a typed object: its sentence, its kind, the
+setting it was measured in, its per-seed evidence (numbers), its family, and
+the verdict its kind's test gives.
 
-Each rule returns a claim: {claim, measured, verdict, test, p, note (the
-rule)}; the verdict is `held`, `did not hold` or `inconclusive`
-(src/stats.py). A claim judged seed by seed is decided by a binomial test of
-its count of seeds (`stats.seed_count`), within its family.
+The kind decides the test (each direction one-sided at stats.ALPHA, Holm
+within the family: `judge`):
+
+  threshold      "over 90% of the weight": the per-seed values against the
+                 threshold, exact Wilcoxon signed-rank test (Wilcoxon 1945)
+                 of value - threshold, midranks for ties, zeros dropped.
+  reliability    "stays at 100% at every distance": the share of seeds that
+                 do it against a rate declared before the run, exact
+                 binomial test (the one-sided Clopper-Pearson bound, 1934).
+  capability     "two layers can": existence. The best seed's accuracy on
+                 held-out strings against the claim's null, exact binomial
+                 test over the strings, Bonferroni over the seeds searched.
+  impossibility  "cannot": every seed below null + IMPOSSIBLE_MARGIN (exact
+                 binomial per seed, intersection-union: Berger 1982), its
+                 loss and accuracy stopped moving, at the best rate of a
+                 grid; a seed above the null (capability's test) is did not
+                 hold; anything else inconclusive.
+  comparison     "carries further than": paired per seed; a tie is not a
+                 win (no difference is evidence against "further"); exact
+                 binomial test of the wins against 1/2. Ties at the grid's
+                 ceiling are censored: the verdict must come out the same
+                 whichever way they would resolve, else inconclusive.
+  shape          "dies away exponentially": per seed, whether the fit shows
+                 the shape; exact binomial test of the count against 1/2.
+
+The `measured` text is rendered from the evidence (`render`); no number is
+typed into a sentence by hand. The same constructors, given placeholder
+evidence before the run, give the power plan (`power`, `plan`).
 """
 
-import numpy as np
+import dataclasses
+import math
 
-from src import models as models_lib
+import numpy as np
+from scipy import stats as sps
+
 from src import stats
 
-HUNDRED_PERCENT = 0.99  # what "stays at 100%" is taken to mean, per seed
-LESSON_WINDOW = (10, 20)  # "gives way after about fifteen steps", in L
+THRESHOLD, RELIABILITY, CAPABILITY = 'threshold', 'reliability', 'capability'
+IMPOSSIBILITY, COMPARISON, SHAPE = 'impossibility', 'comparison', 'shape'
+KINDS = (THRESHOLD, RELIABILITY, CAPABILITY, IMPOSSIBILITY, COMPARISON, SHAPE)
 
-# The families of the claims judged seed by seed: one lesson claim, every
-# model it is tested on (Holm within each).
-ATTENTION_FAMILY = 'attention stays at 100% at every distance'
-GIVES_WAY_FAMILY = 'a plain recurrent net gives way after about 15 steps'
-AS_FAR_FAMILY = ('a parallel linear recurrence carries the first symbol as '
-                 'far as attention')
+# Fixed before any run. "Always" holds when the share of seeds that do it is
+# above this rate (the lower 95% bound on it clears it): at least 4 in 5.
+RELIABLE_RATE = 0.8
+# "Cannot": every seed within this of the null at most (a seed that routing
+# alone would put at 0.75 may not reach 0.80).
+IMPOSSIBLE_MARGIN = 0.05
+
+# The effects the power plan assumes, one per kind, fixed before any run.
+EFFECTS = {
+    THRESHOLD: 'per-seed values one standard deviation past the threshold '
+               '(normal)',
+    RELIABILITY: 'a true rate of 0.98 (one seed in 50 fails)',
+    CAPABILITY: 'half the seeds succeed',
+    IMPOSSIBILITY: 'every seed at the null, trained out',
+    COMPARISON: 'the first ahead in 4 seeds of 5',
+    SHAPE: 'the shape in 9 seeds of 10',
+}
+POWER_WANTED = 0.8
 
 
-def accuracy_table(rows, **match) -> dict:
-  """{(model, length): {seed: accuracy}} of the rows matching `match`."""
-  out = {}
-  for r in rows:
-    if all(str(r[k]) == str(v) for k, v in match.items()):
-      out.setdefault((r['model'], int(r['length'])), {})[int(r['seed'])] = \
-          float(r['accuracy'])
+@dataclasses.dataclass
+class Claim:
+  """One claim, judged or not yet (`verdict` None until `judge`)."""
+  sentence: str
+  kind: str
+  family: str
+  evidence: dict
+  setting: dict = dataclasses.field(default_factory=dict)
+  note: str = ''  # what the rule reads as, in words: the kind's is added
+  # Reasons a direction may not be concluded ({verdict: reason}): a failure
+  # still learning, a rate not tuned. The verdict is then inconclusive.
+  gates: dict = dataclasses.field(default_factory=dict)
+  extra: dict = dataclasses.field(default_factory=dict)  # summary.json keys
+  verdict: str | None = None
+  test: str = ''
+  p: float | None = None
+  p_min: float | None = None
+  if_significant: str | None = None
+  p_adjusted: float | None = None
+  family_size: int = 1
+  measured: str = ''
+
+  def __post_init__(self):
+    if self.kind not in KINDS:
+      raise ValueError(f'unknown kind {self.kind!r}; one of {KINDS}')
+
+  @property
+  def seeds(self) -> int:
+    return _seeds(self)
+
+  def to_json(self) -> dict:
+    """The summary.json entry: the keys the report and users read."""
+    out = dict(claim=self.sentence, kind=self.kind, verdict=self.verdict,
+               measured=self.measured, test=self.test, p=self.p,
+               p_adjusted=self.p_adjusted, p_min=self.p_min,
+               seeds=self.seeds, family=self.family,
+               family_size=self.family_size,
+               if_significant=self.if_significant, note=self.note,
+               evidence=_jsonable(self.evidence), **self.setting,
+               **self.extra)
+    return out
+
+
+def _jsonable(x):
+  if isinstance(x, dict):
+    return {str(k): _jsonable(v) for k, v in x.items()}
+  if isinstance(x, (list, tuple, np.ndarray)):
+    return [_jsonable(v) for v in x]
+  if isinstance(x, (np.floating, float)):
+    return float(x)
+  if isinstance(x, (np.integer,)):
+    return int(x)
+  if isinstance(x, np.bool_):
+    return bool(x)
+  return x
+
+
+# -- the tests, one per kind ---------------------------------------------------------
+
+def signed_rank(d, alternative: str) -> float:
+  """Exact one-sided Wilcoxon signed-rank test of the differences `d` (median
+  0 under the null): 'greater' asks whether they tend to be positive. Zeros
+  are dropped; tied magnitudes get midranks, the null distribution counted
+  exactly over the 2^n sign patterns (on doubled ranks, integers)."""
+  d = np.asarray(d, float)
+  d = d[np.isfinite(d) & (d != 0)]
+  n = d.size
+  if n == 0:
+    return 1.0
+  ranks = np.rint(2 * sps.rankdata(np.abs(d))).astype(int)
+  count = np.zeros(int(ranks.sum()) + 1)
+  count[0] = 1.0
+  for r in ranks:  # the number of sign patterns per positive-rank sum
+    count[r:] = count[r:] + count[:-r].copy() if r else count[r:]
+  w = int(ranks[d > 0].sum())
+  total = 2.0 ** n
+  if alternative == 'greater':
+    return float(count[w:].sum() / total)
+  return float(count[:w + 1].sum() / total)
+
+
+def _threshold(c: Claim) -> dict:
+  e = c.evidence
+  values = np.asarray(e['values'], float)
+  sign = 1 if e.get('above', True) else -1
+  d = sign * (values - e['threshold'])
+  held, refuted = signed_rank(d, 'greater'), signed_rank(d, 'less')
+  n = int(np.sum(np.isfinite(d) & (d != 0)))
+  return dict(test='exact Wilcoxon signed-rank test of the per-seed values '
+                   f'against {e["threshold"]:g}, one-sided each way',
+              p_held=held, p_not=refuted, p_min_held=0.5 ** n,
+              p_min_not=0.5 ** n)
+
+
+def _reliability(c: Claim) -> dict:
+  e = c.evidence
+  k, n = int(sum(bool(s) for s in e['successes'])), len(e['successes'])
+  rate = e.get('rate', RELIABLE_RATE)
+  held = stats.binomial(k, n, rate, 'greater') if n else 1.0
+  refuted = stats.binomial(k, n, rate, 'less') if n else 1.0
+  undetermined = int(e.get('undetermined', 0))
+  if undetermined:  # bounded both ways: as failures for held, else not
+    held = stats.binomial(k, n + undetermined, rate, 'greater')
+    refuted = stats.binomial(k + undetermined, n + undetermined, rate,
+                             'less')
+  n += undetermined
+  return dict(test=f'exact one-sided binomial test of the share of seeds '
+                   f'against the declared rate {rate:g} (Clopper-Pearson)'
+                   + (', the seeds the lengths cannot judge counted against '
+                      'each direction' if undetermined else ''),
+              p_held=held, p_not=refuted, p_min_held=rate ** n,
+              p_min_not=(1 - rate) ** n)
+
+
+def _exists(e: dict) -> tuple[float, int]:
+  """The capability p: the best seed's exact binomial p over its held-out
+  strings against the null, times the seeds searched (Bonferroni); and
+  that seed."""
+  acc, strings = np.asarray(e['accuracy'], float), int(e['strings'])
+  if acc.size == 0:
+    return 1.0, -1
+  k = np.rint(acc * strings).astype(int)
+  p = [float(sps.binom.sf(ki - 1, strings, e['null'])) for ki in k]
+  best = int(np.argmin(p))
+  return min(1.0, p[best] * acc.size), best
+
+
+def _below(e: dict) -> float:
+  """The impossibility p: every seed below null + margin (each an exact
+  binomial test over its strings; intersection-union: the largest p)."""
+  acc, strings = np.asarray(e['accuracy'], float), int(e['strings'])
+  if acc.size == 0:
+    return 1.0
+  bar = min(e['null'] + e.get('margin', IMPOSSIBLE_MARGIN), 1.0)
+  k = np.rint(acc * strings).astype(int)
+  return max(float(sps.binom.cdf(ki, strings, bar)) for ki in k)
+
+
+def _capability(c: Claim) -> dict:
+  exists, _ = _exists(c.evidence)
+  return dict(test='existence: the best seed\'s exact binomial test over '
+                   'its held-out strings against the null, Bonferroni over '
+                   'the seeds; did not hold needs every seed below the null '
+                   f'+ {IMPOSSIBLE_MARGIN} (exact binomial, intersection-'
+                   'union), trained out at the best rate of a grid',
+              p_held=exists, p_not=_below(c.evidence), p_min_held=0.0,
+              p_min_not=0.0)
+
+
+def _impossibility(c: Claim) -> dict:
+  exists, _ = _exists(c.evidence)
+  return dict(test=f'every seed below the null + {IMPOSSIBLE_MARGIN} (exact '
+                   'binomial over its held-out strings, intersection-union), '
+                   'trained out at the best rate of a grid; did not hold: '
+                   'the best seed above the null (exact binomial, '
+                   'Bonferroni over the seeds)',
+              p_held=_below(c.evidence), p_not=exists, p_min_held=0.0,
+              p_min_not=0.0)
+
+
+def comparison_counts(e: dict) -> dict:
+  """wins, ties, losses and censored (tied at the grid's ceiling) of x
+  against y, paired by seed; `higher`: a larger value is ahead; `ahead`:
+  the seeds that support the claim (wins, and ties too for `at_least`:
+  "as far as")."""
+  x, y = np.asarray(e['x'], float), np.asarray(e['y'], float)
+  if x.shape != y.shape:
+    raise ValueError(f'paired samples differ in size: {x.shape}, {y.shape}')
+  if not e.get('higher', True):
+    x, y = -x, -y
+  ceiling = e.get('ceiling')
+  at_top = (np.zeros(x.shape, bool) if ceiling is None else
+            (np.isclose(np.abs(x), abs(ceiling))
+             & np.isclose(np.abs(y), abs(ceiling))))
+  out = {'wins': int(np.sum((x > y) & ~at_top)),
+         'ties': int(np.sum((x == y) & ~at_top)),
+         'losses': int(np.sum((x < y) & ~at_top)),
+         'censored': int(np.sum(at_top))}
+  out['ahead'] = out['wins'] + (out['ties'] if e.get('at_least') else 0)
   return out
 
 
-def per_seed_critical(table: dict, model: str, lengths) -> list[int]:
-  """Seed by seed (in seed order), the critical distance of `model`."""
-  seeds = sorted(table[model, lengths[0]])
-  return [stats.critical_distance([(L, table[model, L][s]) for L in lengths])
-          for s in seeds]
+def _comparison(c: Claim) -> dict:
+  n = comparison_counts(c.evidence)
+  judged = n['wins'] + n['ties'] + n['losses']
+  held = stats.binomial(n['ahead'], judged, 0.5, 'greater') if judged else 1.0
+  refuted = stats.binomial(n['ahead'], judged, 0.5, 'less') if judged else 1.0
+  if n['censored']:  # the verdict must not depend on how they resolve
+    all_in = n['censored'] + judged
+    held = max(held, stats.binomial(n['ahead'], all_in, 0.5, 'greater'))
+    refuted = max(refuted, stats.binomial(n['ahead'] + n['censored'], all_in,
+                                          0.5, 'less'))
+  ties = 'ties counted as ahead ("as far as")' if c.evidence.get(
+      'at_least') else 'ties counted as not ahead'
+  return dict(test=f'paired by seed, {ties}: exact one-sided binomial test '
+                   'of the seeds ahead against 1/2; seeds tied at the '
+                   'grid\'s ceiling censored (the verdict must hold '
+                   'whichever way they resolve)',
+              p_held=held, p_not=refuted,
+              p_min_held=0.5 ** (judged + n['censored']),
+              p_min_not=0.5 ** (judged + n['censored']))
 
 
-def first_failure(table: dict, model: str, lengths, seed: int):
-  """The shortest tested length the seed did not solve (None: it solved
-  every one)."""
-  for L in sorted(lengths):
-    if not stats.solved(table[model, L][seed]):
-      return L
-  return None
+def _shape(c: Claim) -> dict:
+  shows = c.evidence['shows']
+  k, n = int(sum(bool(s) for s in shows)), len(shows)
+  return dict(test='per seed, whether its fit shows the shape: exact one-'
+                   'sided binomial test of the count against 1/2',
+              p_held=stats.binomial(k, n, 0.5, 'greater') if n else 1.0,
+              p_not=stats.binomial(k, n, 0.5, 'less') if n else 1.0,
+              p_min_held=0.5 ** n, p_min_not=0.5 ** n)
 
 
-def critical_summary(per_seed) -> dict:
-  """Per-seed critical distances, their median and an interval."""
-  return {'per_seed': [int(c) for c in per_seed],
-          **stats.median_interval(per_seed)}
+TESTS = {THRESHOLD: _threshold, RELIABILITY: _reliability,
+         CAPABILITY: _capability, IMPOSSIBILITY: _impossibility,
+         COMPARISON: _comparison, SHAPE: _shape}
 
 
-def fmt_median(summary: dict) -> str:
-  lo, hi = summary['ci95']
-  return f'{summary["median"]:g} [{lo:g}, {hi:g}]'
+def _seeds(c: Claim) -> int:
+  e = c.evidence
+  if 'successes' in e:
+    return len(e['successes']) + int(e.get('undetermined', 0))
+  for key in ('values', 'accuracy', 'x', 'shows'):
+    if key in e:
+      return len(e[key])
+  return 0
 
 
-def compare(a: str, b: str, crit_a, crit_b) -> dict:
-  """Paired per-seed comparison of two models' critical distances."""
-  return {'model': a, 'versus': b, **stats.sign_test(crit_a, crit_b)}
+# -- judging ---------------------------------------------------------------------------
+
+def test(c: Claim) -> Claim:
+  """The claim's own test, before its family: p (in the direction the data
+  lean), p_min, if_significant, and the raw verdict."""
+  if c.evidence.get('exact'):  # counted, not sampled: the rule decides
+    shows = [bool(x) for x in c.evidence['shows']]
+    return dataclasses.replace(
+        c, test=c.evidence.get('test', 'counted, not sampled: no test'),
+        p=None, p_min=None, measured=render(c),
+        verdict=stats.HELD if shows and all(shows) else stats.NOT_HELD)
+  t = TESTS[c.kind](c)
+  held = t['p_held'] <= t['p_not']
+  direction = stats.HELD if held else stats.NOT_HELD
+  p = t['p_held'] if held else t['p_not']
+  c = dataclasses.replace(
+      c, test=t['test'], p=float(p),
+      p_min=float(t['p_min_held'] if held else t['p_min_not']),
+      if_significant=direction, measured=render(c))
+  return dataclasses.replace(c, verdict=_decide(c, direction, p, 1))
 
 
-# -- the rules ------------------------------------------------------------------
-
-def attention_at_100(table: dict, model: str, lengths) -> dict:
-  """Seed s holds if it stays at >= 99% at every tested length; the count
-  of seeds decides (`stats.seed_count`)."""
-  seeds = sorted(table[model, lengths[0]])
-  lowest = [min(table[model, L][s] for L in lengths) for s in seeds]
-  k = sum(stats.reaches(x, HUNDRED_PERCENT) for x in lowest)
-  return dict(
-      claim=f'Attention ({model}) stays at 100% at every distance.',
-      measured=f'at >= {HUNDRED_PERCENT:.0%} at every length '
-               f'{min(lengths)}..{max(lengths)} in {k} of {len(seeds)} '
-               f'seeds; lowest per-seed accuracy {min(lowest):.4f}',
-      **stats.seed_count(k, len(seeds), ATTENTION_FAMILY),
-      note=f'each seed judged alone: its lowest test accuracy over the '
-           f'lengths must reach {HUNDRED_PERCENT:.0%}')
+def _decide(c: Claim, direction: str, p_adjusted: float, size: int) -> str:
+  if c.seeds == 0:
+    return stats.INCONCLUSIVE
+  if size * c.p_min >= stats.ALPHA:
+    return stats.underpowered(c.seeds)
+  if p_adjusted >= stats.ALPHA:
+    return stats.INCONCLUSIVE
+  if direction in c.gates:
+    return stats.INCONCLUSIVE
+  return direction
 
 
-def plain_gives_way(table: dict, model: str, lengths,
-                    window=LESSON_WINDOW, curves=None) -> dict:
-  """Per seed, the give-way interval (c, f] (c its critical distance, f the
-  first length it failed) against the lesson's window [lo, hi]: consistent
-  if lo <= c and f <= hi; inconsistent if it had already failed by lo
-  (f <= lo) or carried the symbol to hi or beyond (c >= hi); otherwise the
-  tested lengths cannot tell. The verdict counts the seeds the lengths can
-  judge, by a binomial test of the consistent ones (`stats.seed_count`).
-  Giving way is a failure: with `curves`, the seeds that gave way must be
-  trained out at the length they failed, else inconclusive."""
-  lo, hi = window
-  seeds = sorted(table[model, lengths[0]])
-  crit = per_seed_critical(table, model, lengths)
-  consistent, inconsistent, where, failed = 0, 0, [], {}
-  for s, c in zip(seeds, crit):
-    f = first_failure(table, model, lengths, s)
-    where.append(f'({c}, {f if f is not None else "-"}]')
-    if f is not None:
-      failed[s] = f
-    if f is not None and lo <= c and f <= hi:
-      consistent += 1
-    elif (f is not None and f <= lo) or c >= hi:
-      inconsistent += 1
-  judged = consistent + inconsistent
-  undetermined = len(seeds) - judged
-  test, learning = stats.seed_count(consistent, judged, GIVES_WAY_FAMILY), ''
-  if curves is not None and consistent:
-    check = failures_trained_out(curves, model, failed)
-    if not check['flat']:
-      learning = '; ' + still_learning(check)
-      test.update(verdict=stats.INCONCLUSIVE, blocked=True)
-  return dict(
-      claim=f'A plain recurrent net ({model}) gives way after about 15 '
-            'steps.',
-      measured=f'gave way inside L={lo}..{hi} in {consistent} of {judged} '
-               f'seeds the lengths can judge ({undetermined} undetermined); '
-               'per seed (solved up to, first failed]: ' + ' '.join(where)
-               + learning,
-      **test,
-      note=f'"about 15" is read as giving way between L={lo} and L={hi}: a '
-           f'seed that solved L>={lo} and failed by L={hi} is consistent; '
-           f'one that failed by L={lo} or solved L>={hi} is not; the '
-           'rest cannot be judged by the tested lengths; the seeds that '
-           'gave way must be trained out (their loss flat over the last '
-           'doubling of steps at the length they failed)')
-
-
-GATING_FAMILY = 'gating carries the symbol further than a plain RNN'
-
-
-def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
-                       lengths, failed=None, curves=None) -> dict:
-  """Paired per-seed critical distances, exact two-sided sign test: held if
-  the gated net goes further significantly, did not hold if the plain one
-  does; otherwise inconclusive (absence of a difference is not evidence).
-  One test of the family GATING_FAMILY (Holm-adjusted by the runner). Did
-  not hold says the gated net failed where the plain one did not: with
-  `curves`, the gated seeds that fell short (`failed`: {seed: length it
-  failed}) must be trained out, else inconclusive."""
-  c = compare(gated, plain, crit_gated, crit_plain)
-  significant = c['p'] < stats.ALPHA
-  direction = stats.HELD if c['wins'] >= c['losses'] else stats.NOT_HELD
-  verdict = direction if significant else stats.INCONCLUSIVE
-  blocked, learning = False, ''
-  if direction == stats.NOT_HELD and curves is not None:
-    check = failures_trained_out(curves, gated,
-                                 _short(failed, crit_gated, crit_plain))
-    if not check['flat']:
-      blocked, learning = True, '; ' + still_learning(check)
-      verdict = stats.INCONCLUSIVE
-  arch = models_lib.get(gated).architecture.upper()
-  init = models_lib.get(gated).init_name
-  g, p = stats.median_interval(crit_gated), stats.median_interval(crit_plain)
-  return dict(
-      claim=f'Gating ({arch}, {init}: {gated}) carries the symbol further '
-            f'than a plain RNN ({plain}).',
-      measured=f'{gated} further in {c["wins"]}, tied in {c["ties"]}, '
-               f'shorter in {c["losses"]} of {len(crit_gated)} seeds (sign '
-               f'test p = {stats.fmt_p(c["p"])}); median critical distance '
-               f'{g["median"]:g} vs {p["median"]:g} over L '
-               f'{min(lengths)}..{max(lengths)}' + learning,
-      verdict=verdict, test='exact sign test, two-sided, paired by seed',
-      p=c['p'], p_min=stats.smallest_p(len(crit_gated)),
-      seeds=len(crit_gated), if_significant=direction, blocked=blocked,
-      family=GATING_FAMILY,
-      note=f'seed i of {gated} against seed i of {plain} (same strings); '
-           f'held / did not hold need p < {stats.ALPHA}; ties (for example '
-           'both solving every length) carry no evidence')
-
-
-def as_far_as_attention(model: str, attention: str, crit_model,
-                        crit_attention, lengths, failed=None,
-                        curves=None) -> dict:
-  """Seed i holds if the model carries the symbol at least as far as seed
-  i of attention (same strings); the count of seeds decides
-  (`stats.seed_count`). The seeds that fall short
-  failed: with `curves` they must be trained out (`failed`: {seed: length it
-  failed}), else inconclusive."""
-  k = sum(m >= a for m, a in zip(crit_model, crit_attention))
-  c = stats.median_interval(crit_model)
-  test, learning = stats.seed_count(k, len(crit_model), AS_FAR_FAMILY), ''
-  short = _short(failed, crit_model, crit_attention)
-  if curves is not None and short:
-    check = failures_trained_out(curves, model, short)
-    if not check['flat']:
-      learning = '; ' + still_learning(check)
-      test.update(verdict=stats.INCONCLUSIVE, blocked=True)
-  return dict(
-      claim=f'A parallel linear recurrence ({model}) carries the first '
-            f'symbol as far as attention ({attention}).',
-      model=model,
-      measured=f'as far in {k} of {len(crit_model)} seeds; critical '
-               f'distance per seed {" ".join(map(str, crit_model))} against '
-               f'{" ".join(map(str, crit_attention))} (median {c["median"]:g};'
-               f' L {min(lengths)}..{max(lengths)})' + learning,
-      **test,
-      note=f'each seed: its critical distance reaches that of the same seed '
-           f'of {attention}')
-
-
-def _short(failed, crit, crit_other) -> dict:
-  """{seed: the length it failed} of the seeds whose critical distance falls
-  short of the other model's (`failed`: {seed: first failed length}, in
-  seed order, as crit)."""
-  return {s: f for (s, f), a, b in zip(sorted((failed or {}).items()), crit,
-                                       crit_other) if a < b and f is not None}
-
-
-def memory_claims(table: dict, models, lengths, curves=None) -> list[dict]:
-  """Every distance claim the models present allow, per model and pair;
-  with `curves` (curves.csv rows), a failure must be trained out."""
-  lengths = sorted(lengths)
-  spec = models_lib.get
-  out = [attention_at_100(table, m, lengths) for m in models
-         if spec(m).family == models_lib.ATTENTION]
-  plain = [m for m in models if spec(m).family == models_lib.PLAIN]
-  out += [plain_gives_way(table, m, lengths, curves=curves) for m in plain]
-  crit = {m: per_seed_critical(table, m, lengths) for m in models}
-  seeds = sorted(table[models[0], lengths[0]]) if models else []
-  failed = {m: {s: first_failure(table, m, lengths, s) for s in seeds}
-            for m in models}
-  for gated in (m for m in models if spec(m).family == models_lib.GATED):
-    for p in plain:
-      out.append(gating_beats_plain(gated, p, crit[gated], crit[p], lengths,
-                                    failed[gated], curves))
-  attention = [m for m in models if spec(m).family == models_lib.ATTENTION]
-  for m in (m for m in models if spec(m).family == models_lib.LINEAR):
-    if attention:
-      out.append(as_far_as_attention(m, attention[0], crit[m],
-                                     crit[attention[0]], lengths, failed[m],
-                                     curves))
+def judge(claims: list[Claim], alpha: float = stats.ALPHA) -> list[Claim]:
+  """Every claim tested, then Holm within each family (Holm 1979): the
+  verdict is its direction where the adjusted p < alpha and no gate stops
+  that direction; `inconclusive (underpowered: n seeds)` where even the
+  best outcome could not clear alpha (m * p_min); else inconclusive."""
+  tested = [c if c.verdict is None or c.p is not None else
+            dataclasses.replace(c, measured=c.measured or render(c))
+            for c in claims]
+  tested = [test(c) if c.verdict is None else c for c in tested]
+  families = {}
+  for i, c in enumerate(tested):
+    if c.p is not None:  # a counted claim has no test to adjust
+      families.setdefault(c.family, []).append(i)
+  out = list(tested)
+  for family, members in families.items():
+    adjusted = stats.holm([tested[i].p for i in members])
+    for i, p_adj in zip(members, adjusted):
+      c = dataclasses.replace(tested[i], p_adjusted=p_adj,
+                              family_size=len(members))
+      verdict = _decide(c, c.if_significant, p_adj, len(members))
+      blocked = c.gates.get(c.if_significant)
+      measured = (render(c) + f'; {c.test}: p = {stats.fmt_p(c.p)}, Holm-'
+                  f'adjusted {stats.fmt_p(p_adj)} (family of {len(members)})'
+                  + (f'; not {c.if_significant}: {blocked}' if blocked
+                     and verdict == stats.INCONCLUSIVE else ''))
+      out[i] = dataclasses.replace(c, verdict=verdict, measured=measured)
   return out
 
 
-def paired_table(crit: dict) -> list[dict]:
-  """Every pair of models, compared seed by seed (sign test)."""
-  names = list(crit)
-  return [compare(a, b, crit[a], crit[b]) for i, a in enumerate(names)
-          for b in names[i + 1:]]
+def benjamini_hochberg(ps) -> list[float]:
+  """Benjamini-Hochberg (1995) adjusted p-values, in the input order: the
+  false discovery rate over a whole report's tests."""
+  ps = np.asarray(ps, float)
+  m = ps.size
+  if m == 0:
+    return []
+  order = np.argsort(ps, kind='stable')
+  adjusted = np.empty(m)
+  running = 1.0
+  for rank in range(m - 1, -1, -1):
+    i = order[rank]
+    running = min(running, ps[i] * m / (rank + 1))
+    adjusted[i] = running
+  return [float(min(a, 1.0)) for a in adjusted]
 
 
-def mean_by_length(table: dict, model: str, lengths) -> dict:
-  return {L: float(np.mean(list(table[model, L].values()))) for L in lengths}
+# -- what is measured, in words -------------------------------------------------------
+
+def _fmt(values, digits=2) -> str:
+  return ' '.join(f'{v:.{digits}f}' for v in values)
 
 
-# -- wall or budget -----------------------------------------------------------------
+def render(c: Claim) -> str:
+  """The `measured` text of a claim, from its evidence alone (and, where
+  the evidence has them, the verdicts of the smaller budgets)."""
+  text = _render(c)
+  by_budget = c.evidence.get('by_budget')
+  if by_budget:
+    text += '; by budget (raw p): ' + ', '.join(
+        f'{b}: {v} (p = {stats.fmt_p(p)})' for b, (v, p) in by_budget.items())
+  return text
+
+
+def _render(c: Claim) -> str:
+  e = c.evidence
+  what = e.get('what', '')
+  if c.kind == THRESHOLD:
+    v = np.asarray(e['values'], float)
+    above = e.get('above', True)
+    k = int(np.sum(v > e['threshold'] if above else v < e['threshold']))
+    mean, lo, hi = stats.mean_ci95(v, bounds=e.get('bounds', (0.0, 1.0)))
+    return (f'{what} per seed {_fmt(v, 3)}: {"above" if above else "below"} '
+            f'{e["threshold"]:g} in {k} of {v.size}; median '
+            f'{np.median(v):.3f}, mean {mean:.3f} [{lo:.3f}, {hi:.3f}]'
+            if v.size else f'{what}: no seed')
+  if c.kind == RELIABILITY:
+    s = [bool(x) for x in e['successes']]
+    k, n, u = sum(s), len(s), int(e.get('undetermined', 0))
+    if n + u == 0:
+      return what
+    shown = (f'; per seed {_fmt(e["values"], e.get("digits", 3))}'
+             if 'values' in e else '')
+    seeds = (f'{k} of {n} seeds the test can judge ({u} more it cannot)'
+             if u else f'{k} of {n} seeds')
+    bound = (f'one-sided 95% lower bound on the rate '
+             f'{_bound(k, n + u, "lower"):.2f}, ' if n + u else '')
+    return (f'{what} in {seeds} ({bound}declared rate '
+            f'{e.get("rate", RELIABLE_RATE):g})' + shown)
+  if c.kind in (CAPABILITY, IMPOSSIBILITY):
+    acc = np.asarray(e['accuracy'], float)
+    if acc.size == 0:
+      return f'{what}: no seed'
+    p, best = _exists(e)
+    return (f'{what}: accuracy per seed {_fmt(acc, 3)} on {e["strings"]} '
+            f'held-out strings each; null {e["null"]:.3f} '
+            f'({e.get("null_name", "chance")}); best seed {acc[best]:.3f}')
+  if c.kind == COMPARISON:
+    n = comparison_counts(e)
+    total = n['wins'] + n['ties'] + n['losses'] + n['censored']
+    return (f'{e["x_name"]} ahead in {n["wins"]}, tied in {n["ties"]}, '
+            f'behind in {n["losses"]} of {total} seeds'
+            + (f', {n["censored"]} tied at the ceiling ({e["ceiling"]:g}: '
+               'censored)' if n['censored'] else '')
+            + f'; {what} per seed {e["x_name"]} '
+            f'{_fmt(e["x"], e.get("digits", 3))}, {e["y_name"]} '
+            f'{_fmt(e["y"], e.get("digits", 3))}')
+  shows = [bool(x) for x in e['shows']]
+  if e.get('exact'):
+    return what
+  return f'{what} in {sum(shows)} of {len(shows)} seeds'
+
+
+def _bound(k: int, n: int, side: str) -> float:
+  """The exact one-sided 95% Clopper-Pearson bound on a rate."""
+  if n == 0:
+    return math.nan
+  if side == 'lower':
+    return 0.0 if k == 0 else float(sps.beta.ppf(0.05, k, n - k + 1))
+  return stats.rate_upper_bound(k, n, 0.95)
+
+
+# -- power, before the run --------------------------------------------------------------
+
+def power(kind: str, n: int, family_size: int = 1, *,
+          rate: float = RELIABLE_RATE, alpha: float = stats.ALPHA,
+          gated: bool = False) -> float:
+  """The chance that a claim of `kind` on `n` seeds says its direction at
+  the kind's declared effect (EFFECTS), at Holm's strictest step (alpha /
+  family_size). `gated`: the direction needs what one run cannot give (a
+  rate grid for "cannot"): 0."""
+  if gated or n == 0:
+    return 0.0
+  a = alpha / family_size
+  if kind == THRESHOLD:
+    rng = np.random.default_rng(0)  # the same plan every time
+    draws = rng.normal(1.0, 1.0, size=(2000, n))
+    return float(np.mean([signed_rank(d, 'greater') < a for d in draws]))
+  if kind == RELIABILITY:
+    return _binomial_power(n, rate, 0.98, a)
+  if kind == CAPABILITY:
+    return 1 - 0.5 ** n
+  if kind == IMPOSSIBILITY:
+    return 1.0
+  if kind == COMPARISON:
+    return _binomial_power(n, 0.5, 0.8, a)
+  return _binomial_power(n, 0.5, 0.9, a)
+
+
+def _binomial_power(n: int, null: float, true: float, alpha: float) -> float:
+  """P(the exact one-sided binomial test against `null` rejects) at a true
+  rate `true`."""
+  need = next((k for k in range(n + 1)
+               if stats.binomial(k, n, null, 'greater') < alpha), None)
+  return 0.0 if need is None else float(sps.binom.sf(need - 1, n, true))
+
+
+def plan(claims: list[Claim]) -> list[dict]:
+  """Per family and kind: the seeds, the family's size and the power at the
+  kind's declared effect. `claims`: placeholder claims (their evidence has
+  the run's seeds, its values are not read)."""
+  sizes = {}
+  for c in claims:
+    sizes[c.family] = sizes.get(c.family, 0) + 1
+  out, seen = [], set()
+  for c in claims:
+    if c.evidence.get('exact'):  # counted: nothing to plan
+      continue
+    key = (c.family, c.kind, c.seeds, tuple(sorted(c.gates)))
+    if key in seen:
+      continue
+    seen.add(key)
+    gated = stats.HELD in c.gates and c.kind == IMPOSSIBILITY
+    out.append(dict(family=c.family, kind=c.kind, seeds=c.seeds,
+                    family_size=sizes[c.family],
+                    power=power(c.kind, c.seeds, sizes[c.family],
+                                rate=c.evidence.get('rate', RELIABLE_RATE),
+                                gated=gated),
+                    effect=EFFECTS[c.kind],
+                    why=c.gates.get(stats.HELD, '') if gated else ''))
+  return out
+
+
+# -- trained out: a failure must have stopped learning --------------------------------
 
 FLAT = 0.05  # "flat": the training loss fell by less than 5% over a doubling
 
 
-def loss_before(curves, step: int, seeds, **match) -> dict:
-  """Per seed, the mean training loss over the last tenth of the steps up to
+def loss_before(curves, step: int, seeds, column: str = 'train_loss',
+                **match) -> dict:
+  """Per seed, the mean of `column` over the last tenth of the steps up to
   `step` (at least the last chunk), from the curves.csv rows matching
   `match` (model=..., length=..., learning_rate=...)."""
   out = {}
   for s in seeds:
-    chunks = sorted((int(r['step']), float(r['train_loss'])) for r in curves
+    chunks = sorted((int(r['step']), float(r[column])) for r in curves
                     if all(str(r[k]) == str(v) for k, v in match.items())
-                    and int(r['seed']) == s and int(r['step']) <= step)
+                    and int(r['seed']) == s and int(r['step']) <= step
+                    and r.get(column, '') != '')
     if not chunks:
       continue
     window = max(step // 10, step - chunks[-1][0] + 1)
@@ -283,8 +544,18 @@ def trained_out(curves, seeds, step: int, **match) -> dict:
   half = loss_before(curves, step // 2, seeds, **match)
   end = loss_before(curves, step, seeds, **match)
   return checked([(half[s] - end[s]) / half[s] for s in seeds
-                   if s in half and s in end and half[s] > 0],
-                  len(seeds), step)
+                  if s in half and s in end and half[s] > 0],
+                 len(seeds), step)
+
+
+def accuracy_moved(curves, seeds, step: int, **match) -> float:
+  """The median change of the failing seeds' test accuracy (curves.csv) over
+  the last doubling of steps; nan with no curve."""
+  half = loss_before(curves, step // 2, seeds, column='test_accuracy',
+                     **match)
+  end = loss_before(curves, step, seeds, column='test_accuracy', **match)
+  moves = [end[s] - half[s] for s in seeds if s in half and s in end]
+  return float(np.median(moves)) if moves else math.nan
 
 
 def checked(falls, seeds: int, step: int) -> dict:
@@ -301,20 +572,6 @@ def last_step(curves, **match) -> int:
              default=0)
 
 
-def failures_trained_out(curves, model: str, failures: dict) -> dict:
-  """The trained-out rule over seeds that failed at different lengths:
-  `failures` {seed: the length it failed}; each seed's fall is measured at
-  its own length, over the last doubling of that group's steps."""
-  falls, step = [], 0
-  for L in sorted(set(failures.values())):
-    seeds = [s for s, f in failures.items() if f == L]
-    last = last_step(curves, model=model, length=L)
-    step = max(step, last)
-    falls += trained_out(curves, seeds, last, model=model,
-                         length=L)['falls']
-  return checked(falls, len(failures), step)
-
-
 def still_learning(check: dict) -> str:
   """What `measured` says of a failure that is not trained out."""
   fall = check['fall']
@@ -324,155 +581,17 @@ def still_learning(check: dict) -> str:
           + f' over the last doubling (flat: under {FLAT:.0%})')
 
 
-# A wall lets through at most 1 in 5 of the seeds stuck at L* in the longer
-# training: a rate near a half would leave the limit where training luck puts
-# it; a tenth would need about 40 seeds. Fixed before any run at this rule.
-MAX_ESCAPE = 0.2
+def learning_gate(direction: str, check: dict) -> dict:
+  """{direction: reason} for a claim whose `direction` says a model failed:
+  empty when its failing seeds are trained out (`check`: trained_out's)."""
+  return {} if check['flat'] else {direction: still_learning(check)}
 
 
-def limit_length(table: dict, model: str, lengths, seeds):
-  """L*: the shortest tested length that significantly fewer than half the
-  seeds solve (exact one-sided binomial test against 1/2, p < ALPHA); None
-  if none. A length within the noise of half (4 of 8, 9 of 20) is not the
-  limit, so moving one seed there cannot move L*."""
-  return next((L for L in sorted(lengths) if stats.fewer_than_half(
-      sum(stats.solved(table[model, L][s]) for s in seeds), len(seeds))),
-              None)
+ONE_RATE = ('one learning rate: "cannot" needs each model at its best rate '
+            'of a grid (--learning_rates)')
 
 
-def naive_limit_length(table: dict, model: str, lengths, seeds):
-  """The rule L* replaced: the shortest length fewer than half solve."""
-  return next((L for L in sorted(lengths) if 2 * sum(
-      stats.solved(table[model, L][s]) for s in seeds) < len(seeds)), None)
-
-
-def wall_seeds_needed(max_escape: float = MAX_ESCAPE) -> int:
-  """The fewest seeds with which a wall can be held whatever L* turns out
-  to be: L* lets up to stats.most_below_half(n) seeds solve it, and the
-  rest, stuck, must be enough for 0 escapes to bound the rate below
-  `max_escape`."""
-  need = stats.trials_needed(max_escape)
-  return next(n for n in range(need, 10 * need)
-              if n - stats.most_below_half(n) >= need)
-
-
-def limit_is_a_wall(rows, curves, model: str, lengths, budgets,
-                    max_escape: float = MAX_ESCAPE) -> dict:
-  """At L* (limit_length, at the smallest budget B1) the seeds that do not
-  solve it are stuck; those of them that solve it at the largest budget B2
-  escaped. k of n escaping bounds the escape rate below the exact one-sided
-  95% (Clopper-Pearson) upper bound. Did not hold: a significant rise at L*
-  (exact one-sided paired test, unsolved -> solved against solved ->
-  unsolved). Held: that bound below `max_escape` (the exact binomial test
-  of a rate of `max_escape` or more, p < ALPHA) and the seeds still stuck
-  at B2 trained out (claims.trained_out). Inconclusive (underpowered) when
-  even 0 escapes in n could not clear `max_escape`; the rest, no L* in the
-  tested lengths and a single budget are inconclusive."""
-  lengths, budgets = sorted(lengths), sorted(budgets)
-  first, last = budgets[0], budgets[-1]
-  small = accuracy_table(rows, steps=first)
-  large = accuracy_table(rows, steps=last)
-  claim = (f'The limit of {model} ({models_lib.get(model).init_name}) is a '
-           'wall: more training does not carry it further.')
-  seeds = sorted(small[model, lengths[0]])
-  edge = stats.most_below_half(len(seeds))
-  note = ('L* is the shortest length that significantly fewer than half the '
-          f'seeds solve after the smallest budget (exact one-sided binomial '
-          f'test against 1/2, p < {stats.ALPHA}: at {len(seeds)} seeds, '
-          f'{edge} or fewer solving), so a length within the noise of half '
-          f'is not L*, and one seed moved at the edge of "fewer than half" '
-          'cannot move it; the seeds stuck at L* are the trials, and those '
-          'solving it '
-          'after the largest budget escaped; k of n escaping bounds the '
-          'escape rate by the exact one-sided 95% (Clopper-Pearson) upper '
-          'bound; a significant rise at L* (exact one-sided paired test, p '
-          f'< {stats.ALPHA}) is did not hold; held needs that bound below '
-          f'the declared maximum escape rate {max_escape:.0%} (fixed before '
-          'any run: a wall lets through at most 1 in 5) and a flat training '
-          'loss at L* over the last doubling of steps in the seeds still '
-          f'stuck (median fall under {FLAT:.0%}); inconclusive '
-          '(underpowered) when even 0 escapes could not bound the rate below '
-          f'{max_escape:.0%} (fewer than {stats.trials_needed(max_escape)} '
-          f'stuck seeds: {wall_seeds_needed(max_escape)} seeds guarantee '
-          'them); the rest, no L* in the tested lengths and a single budget, '
-          'is inconclusive. Lengths past L* are shown, not pooled: seed i '
-          'starts from the same weights at every length')
-  if len(budgets) < 2:
-    return dict(claim=claim, measured=f'one budget ({first} steps): no '
-                'longer training to compare', verdict=stats.INCONCLUSIVE,
-                test='none', note=note)
-  L = limit_length(small, model, lengths, seeds)
-  if L is None and edge < 0:
-    return dict(claim=claim, measured=f'no L*: {len(seeds)} seeds are too '
-                'few for any count to be significantly fewer than half (5 '
-                'or more needed)', verdict=stats.underpowered(len(seeds)),
-                test='none', note=note)
-  if L is None:
-    naive = naive_limit_length(small, model, lengths, seeds)
-    return dict(claim=claim, measured=f'no limit: no length up to '
-                f'{lengths[-1]} is solved by significantly fewer than half '
-                f'of {len(seeds)} seeds after {first} steps'
-                + (f' (fewer than half at L={naive})' if naive else ''),
-                verdict=stats.INCONCLUSIVE, test='none', note=note)
-  escape = escapes(small, large, model, L, seeds, max_escape)
-  n, k = escape['stuck'], escape['escaped']
-  before = [stats.solved(small[model, L][s]) for s in seeds]
-  after = [stats.solved(large[model, L][s]) for s in seeds]
-  rise = stats.sign_test(after, before, alternative='greater')
-  still = [s for s, a in zip(seeds, after) if not a]
-  check = trained_out(curves, still, last, model=model, length=L)
-  fall, flat = check['fall'], check['flat'] and bool(still)
-  if rise['p'] < stats.ALPHA:
-    verdict, p = stats.NOT_HELD, rise['p']
-  elif stats.rate_below(0, n, max_escape) >= stats.ALPHA:
-    verdict, p = stats.underpowered(n), escape['p']
-  elif escape['p'] < stats.ALPHA and flat:
-    verdict, p = stats.HELD, escape['p']
-  else:
-    verdict, p = stats.INCONCLUSIVE, escape['p']
-  naive = naive_limit_length(small, model, lengths, seeds)
-  past = [escapes(small, large, model, M, seeds, max_escape)
-          for M in lengths if M > L]
-  return dict(
-      claim=claim,
-      measured=f'at L*={L} (solved by {sum(before)} of {len(seeds)} seeds '
-               f'after {first} steps'
-               + (f'; fewer than half, the old rule, would take L={naive}'
-                  if naive != L else '') + '): '
-               + fmt_escape(escape, first, last)
-               + f'; solved by {sum(after)} after {last} (rise in '
-               f'{rise["wins"]}, fall in {rise["losses"]}; exact paired test '
-               f'p = {stats.fmt_p(rise["p"])})'
-               + (f'; training loss at L*={L} in the {len(still)} seeds '
-                  'still stuck fell by a median '
-                  + (f'{100 * fall:.1f}%' if np.isfinite(fall) else 'n/a')
-                  + f' from step {last // 2} to {last}' if still else '')
-               + ('; past L* (not pooled): ' + ', '.join(
-                   f'{e["escaped"]} of {e["stuck"]} at L={e["length"]}'
-                   for e in past) if past else ''),
-      verdict=verdict, test='exact one-sided bound on the escape rate '
-      '(Clopper-Pearson); exact one-sided sign test (McNemar) for a rise, '
-      'paired by seed', p=p, p_rise=rise['p'], p_escape=escape['p'],
-      length=L, stuck=n, escaped=k, escape_bound=escape['bound'],
-      max_escape=max_escape,
-      past=[{k: e[k] for k in ('length', 'stuck', 'escaped', 'bound')}
-            for e in past], note=note)
-
-
-def escapes(small: dict, large: dict, model: str, length: int, seeds,
-            max_escape: float = MAX_ESCAPE) -> dict:
-  """The seeds not solving `length` in `small` (stuck) and those of them
-  solving it in `large` (escaped), with the escape rate's exact one-sided
-  95% upper bound and the p of the test that it is below `max_escape`."""
-  stuck = [s for s in seeds if not stats.solved(small[model, length][s])]
-  k = sum(stats.solved(large[model, length][s]) for s in stuck)
-  return {'length': length, 'stuck': len(stuck), 'escaped': k,
-          'bound': stats.rate_upper_bound(k, len(stuck)),
-          'p': stats.rate_below(k, len(stuck), max_escape)}
-
-
-def fmt_escape(e: dict, first: int, last: int) -> str:
-  """"k of n seeds escaped between B1 and B2 steps: escape rate below x%"."""
-  return (f'{e["escaped"]} of {e["stuck"]} stuck seeds escaped between '
-          f'{first} and {last} steps: escape rate below '
-          f'{100 * e["bound"]:.1f}% (one-sided 95%)')
+def grid_gate(direction: str, rates) -> dict:
+  """{direction: reason} for a claim whose `direction` says a model cannot:
+  empty when a grid of rates was trained (each group at its best)."""
+  return {} if len(rates) > 1 else {direction: ONE_RATE}

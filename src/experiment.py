@@ -61,10 +61,10 @@ from typing import Callable
 import numpy as np
 
 from src import checkpoint as checkpoint_lib
+from src import claims as claims_lib
 from src import models as models_lib
 from src import record
 from src import rundir
-from src import stats
 from src import sweep
 from src import tasks as tasks_lib
 from src import train as train_lib
@@ -199,36 +199,32 @@ class Timing:
   diverged: np.ndarray  # per seed: a non-finite loss at some step
 
 
+def power_plan(module, config) -> list[dict]:
+  """The power of every claim the run will judge (`claims.plan`), from the
+  experiment's claims built on placeholder data of the run's shape
+  (`module.planned_claims(config)`): the same constructors as the real ones,
+  so the plan cannot drift from the claims."""
+  planned = getattr(module, 'planned_claims', lambda config: [])(config)
+  return claims_lib.plan(planned)
+
+
 def power_warning(module, config) -> str | None:
-  """One line when a planned test (`module.planned_tests(config)`: (family,
-  seeds, alternative) each) cannot say held or did not hold whatever the
-  data: within a family of m tests, Holm's best case is m times the smallest
-  p its seeds allow; and a line for each of `module.power_warnings(config)`.
-  None when every test can."""
-  planned = getattr(module, 'planned_tests', lambda config: [])(config)
-  families = {}
-  for family, n, alternative in planned:
-    families.setdefault(family, []).append((n, alternative))
-  weak = []
-  for family, tests in families.items():
-    m = len(tests)
-    for n, alternative in set(tests):
-      if m * stats.smallest_p(n, alternative) >= stats.ALPHA:
-        need = next(k for k in range(n, 64) if m * stats.smallest_p(
-            k, alternative) < stats.ALPHA)
-        weak.append(f'"{family}" ({m} test{"s" if m > 1 else ""} on {n} '
-                    f'seeds: at best p = {m * stats.smallest_p(n, alternative):.3f}'
-                    f' after Holm; needs --seeds >= {need})')
-  # Bounds whose power rests on data the run has not seen yet (a wall's
-  # stuck seeds): the module says, in its own words.
-  more = getattr(module, 'power_warnings', lambda config: [])(config)
-  if not weak and not more:
+  """The power plan, one line per family and kind, as the run starts; a
+  warning where a family cannot reach `POWER_WANTED` at its declared effect
+  (and `underpowered` where no outcome of its seeds could clear alpha).
+  None when there is no claim to plan."""
+  rows = power_plan(module, config)
+  if not rows:
     return None
-  return '\n'.join(
-      ([f'warning: underpowered: these tests cannot reach p < '
-        f'{stats.ALPHA} whatever the data, and will read "inconclusive '
-        '(underpowered)": ' + '; '.join(weak)] if weak else [])
-      + [f'warning: underpowered: {line}' for line in more])
+  lines = []
+  for r in rows:
+    weak = r['power'] < claims_lib.POWER_WANTED
+    lines.append(
+        f'{"warning: low power: " if weak else "power: "}"{r["family"]}" '
+        f'({r["kind"]}, {r["seeds"]} seeds, family of {r["family_size"]}): '
+        f'{r["power"]:.0%} at {r["effect"]}'
+        + (f' ({r["why"]})' if r['why'] else ''))
+  return '\n'.join(lines)
 
 
 # -- the runner -------------------------------------------------------------------
@@ -352,9 +348,14 @@ def verdicts_by_rate(module, config, rows, **available) -> dict:
     summary = module.summarize(config, at(rows),
                                **asked(module.summarize, mine))
     out[f'{rate:g}'] = [(c['claim'], claim_setting(c), c['verdict'])
-                        for c in stats.judge_families(
-                            summary.get('claims', []))]
+                        for c in judged(summary.get('claims', []))]
   return out
+
+
+def judged(claims: list) -> list[dict]:
+  """An experiment's claims (`claims.Claim`) judged (Holm within each
+  family) and as summary.json holds them."""
+  return [c.to_json() for c in claims_lib.judge(claims)]
 
 
 def with_rate_verdicts(claims, by_rate) -> list[dict]:
@@ -589,9 +590,9 @@ def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
                                                    available))
   if 'learning_rates' in available:
     summary['learning_rates'] = available['learning_rates']
-  if 'claims' in summary:  # tested claims: Holm within each family
+  if 'claims' in summary:  # typed claims: each kind's test, Holm by family
     summary['claims'] = with_rate_verdicts(
-        stats.judge_families(summary['claims']), available.get('by_rate', {}))
+        judged(summary['claims']), available.get('by_rate', {}))
     if config.decoys:  # judged on the task variant: claims of their own
       for c in summary['claims']:
         c['decoys'] = config.decoys

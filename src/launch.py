@@ -193,7 +193,8 @@ def check_only(plan: Plan, flags: Flags) -> None:
 
 
 def warn_power(plan: Plan) -> None:
-  """The one-line power warning of the experiment, or of each part."""
+  """The power plan of the experiment, or of each part (a line per family
+  and kind of claim)."""
   import experiments  # pylint: disable=import-outside-toplevel
   from src import experiment
   configs = plan.parts or {plan.config.exp: plan.config}
@@ -202,7 +203,8 @@ def warn_power(plan: Plan) -> None:
               else plan.experiment)
     warning = experiment.power_warning(module, config)
     if warning:
-      print(f'{name}: {warning}' if plan.parts else warning, flush=True)
+      print('\n'.join(f'{name}: {line}' for line in warning.splitlines())
+            if plan.parts else warning, flush=True)
 
 
 def run_provenance(flags: Flags, devices=None, process_count=None) -> dict:

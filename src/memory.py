@@ -1,15 +1,20 @@
-"""The memory task's groups, rows and progress line, as distance, gating and
-budget measure them: every (model, length) group tested on fresh strings,
-after one budget (distance) or after each of several (gating, budget).
+"""The memory task as distance, gating and budget measure it: its groups,
+rows and progress line, and the lesson's claims about distance as verdict
+rules on per-seed results (`src/claims.py` types and judges them).
 
-There is no learning-rate schedule, so the model tested after 250 steps of a
-4,000-step run is the one a 250-step run gives: one run per group serves
-every budget.
+Every (model, length) group is tested on fresh strings, after one budget
+(distance) or after each of several (gating, budget). There is no
+learning-rate schedule, so the model tested after 250 steps of a 4,000-step
+run is the one a 250-step run gives: one run per group serves every budget.
 """
 
+import numpy as np
+
+from src import claims as claims_lib
 from src import experiment
 from src import models as models_lib
 from src import stats
+from src.claims import Claim
 
 COLUMNS = ['model', 'family', 'length', 'seed', 'steps', 'accuracy', 'solved',
            'loss', 'diverged', 'num_params', 'wall_s', 'compile_s']
@@ -30,26 +35,6 @@ def memory_params(config) -> dict:
   out at 0, so a plain run's groups are what they were)."""
   return {'num_filler': config.num_filler,
           **({'decoys': config.decoys} if config.decoys else {})}
-
-
-def planned_tests(config, families=None) -> list[tuple[str, int, str]]:
-  """(family, seeds, alternative) of every test the memory claims make
-  (src/claims.py): each gated model against each plain one, paired by seed;
-  each count of seeds (attention at 100%, a plain net giving way, a linear
-  recurrence as far as attention), at best on every seed. `families`: the
-  ones an experiment judges (default: every one, as distance)."""
-  from src import claims as claims_lib
-  family = lambda m: models_lib.get(m).family
-  of = lambda f: [m for m in config.models if family(m) == f]
-  gated, plain = of(models_lib.GATED), of(models_lib.PLAIN)
-  attention, linear = of(models_lib.ATTENTION), of(models_lib.LINEAR)
-  planned = ([claims_lib.GATING_FAMILY] * len(gated) * len(plain)
-             + [claims_lib.ATTENTION_FAMILY] * len(attention)
-             + [claims_lib.GIVES_WAY_FAMILY] * len(plain)
-             + [claims_lib.AS_FAR_FAMILY] * (len(linear) if attention
-                                             else 0))
-  return [(f, config.seeds, 'two-sided') for f in planned
-          if families is None or f in families]
 
 
 def rows(group, final, config, timing) -> list[dict]:
@@ -80,3 +65,355 @@ def budget_line(group, final, config, timing) -> str:
   return (f'{group.model:>12s} L={group.length:<4d} after '
           f'{timing.steps:>5d} steps: accuracy {acc.mean():.3f}, solved '
           f'{stats.solved_fraction(acc)["k"]}/{config.seeds}')
+
+
+# -- per-seed tables ----------------------------------------------------------------
+
+HUNDRED_PERCENT = 0.99  # what "stays at 100%" is taken to mean, per seed
+LESSON_WINDOW = (10, 20)  # "gives way after about fifteen steps", in L
+
+# The families: one lesson claim each, every model it is tested on (Holm
+# within each).
+ATTENTION_FAMILY = 'attention stays at 100% at every distance'
+GIVES_WAY_FAMILY = 'a plain recurrent net gives way after about 15 steps'
+GATING_FAMILY = 'gating carries the symbol further than a plain RNN'
+AS_FAR_FAMILY = ('a parallel linear recurrence carries the first symbol as '
+                 'far as attention')
+WALL_FAMILY = 'a recurrent net\'s limit is a wall'
+
+
+def accuracy_table(rows, **match) -> dict:
+  """{(model, length): {seed: accuracy}} of the rows matching `match`."""
+  out = {}
+  for r in rows:
+    if all(str(r[k]) == str(v) for k, v in match.items()):
+      out.setdefault((r['model'], int(r['length'])), {})[int(r['seed'])] = \
+          float(r['accuracy'])
+  return out
+
+
+def per_seed_critical(table: dict, model: str, lengths) -> list[int]:
+  """Seed by seed (in seed order), the critical distance of `model`."""
+  seeds = sorted(table[model, lengths[0]])
+  return [stats.critical_distance([(L, table[model, L][s]) for L in lengths])
+          for s in seeds]
+
+
+def first_failure(table: dict, model: str, lengths, seed: int):
+  """The shortest tested length the seed did not solve (None: it solved
+  every one)."""
+  for L in sorted(lengths):
+    if not stats.solved(table[model, L][seed]):
+      return L
+  return None
+
+
+def critical_summary(per_seed) -> dict:
+  """Per-seed critical distances, their median and an interval."""
+  return {'per_seed': [int(c) for c in per_seed],
+          **stats.median_interval(per_seed)}
+
+
+def fmt_median(summary: dict) -> str:
+  lo, hi = summary['ci95']
+  return f'{summary["median"]:g} [{lo:g}, {hi:g}]'
+
+
+def compare(a: str, b: str, crit_a, crit_b) -> dict:
+  """Paired per-seed comparison of two models' critical distances: wins,
+  ties, losses (a against b) and the exact sign test's p (ties aside)."""
+  return {'model': a, 'versus': b, **stats.sign_test(crit_a, crit_b)}
+
+
+def paired_table(crit: dict) -> list[dict]:
+  """Every pair of models, compared seed by seed (sign test)."""
+  names = list(crit)
+  return [compare(a, b, crit[a], crit[b]) for i, a in enumerate(names)
+          for b in names[i + 1:]]
+
+
+def mean_by_length(table: dict, model: str, lengths) -> dict:
+  return {L: float(np.mean(list(table[model, L].values()))) for L in lengths}
+
+
+def _setting(model: str, **more) -> dict:
+  spec = models_lib.get(model)
+  return dict(model=model, initialisation=spec.init_name, **more)
+
+
+# -- the rules ------------------------------------------------------------------
+
+def attention_at_100(table: dict, model: str, lengths) -> Claim:
+  """"Stays at 100% at every distance": a seed does when its lowest test
+  accuracy over the lengths reaches HUNDRED_PERCENT; reliability: the share
+  of seeds against claims.RELIABLE_RATE."""
+  seeds = sorted(table[model, lengths[0]])
+  lowest = [min(table[model, L][s] for L in lengths) for s in seeds]
+  return Claim(
+      f'Attention ({model}) stays at 100% at every distance.',
+      claims_lib.RELIABILITY, ATTENTION_FAMILY,
+      dict(successes=[stats.reaches(x, HUNDRED_PERCENT) for x in lowest],
+           values=lowest, digits=4,
+           what=f'at >= {HUNDRED_PERCENT:.0%} at every length '
+                f'{min(lengths)}..{max(lengths)}'),
+      _setting(model, lengths=list(lengths)),
+      note=f'a seed stays at 100% when its lowest test accuracy over the '
+           f'lengths reaches {HUNDRED_PERCENT:.0%}')
+
+
+def plain_gives_way(table: dict, model: str, lengths, window=LESSON_WINDOW,
+                    curves=None) -> Claim:
+  """Per seed, the give-way interval (c, f] (c its critical distance, f the
+  first length it failed) against the lesson's window [lo, hi]: consistent
+  if lo <= c and f <= hi; inconsistent if it had already failed by lo (f <=
+  lo) or carried the symbol to hi or beyond (c >= hi); otherwise the tested
+  lengths cannot tell (counted against each direction). Reliability at 1/2:
+  does a plain net give way there in most seeds? Giving way is a failure:
+  with `curves`, the seeds that failed must be trained out at the length
+  they failed, for the verdict that says so."""
+  lo, hi = window
+  seeds = sorted(table[model, lengths[0]])
+  crit = per_seed_critical(table, model, lengths)
+  successes, where, undetermined = [], [], 0
+  inside, early = {}, {}
+  for s, c in zip(seeds, crit):
+    f = first_failure(table, model, lengths, s)
+    where.append(f'({c}, {f if f is not None else "-"}]')
+    if f is not None and lo <= c and f <= hi:
+      successes.append(True)
+      inside[s] = f
+    elif (f is not None and f <= lo) or c >= hi:
+      successes.append(False)
+      if f is not None and f <= lo:
+        early[s] = f
+    else:
+      undetermined += 1
+  gates = {}
+  if curves is not None:
+    gates.update(claims_lib.learning_gate(
+        stats.HELD, failures_trained_out(curves, model, inside)))
+    gates.update(claims_lib.learning_gate(
+        stats.NOT_HELD, failures_trained_out(curves, model, early)))
+  return Claim(
+      f'A plain recurrent net ({model}, {models_lib.get(model).init_name}) '
+      'gives way after about 15 steps.',
+      claims_lib.RELIABILITY, GIVES_WAY_FAMILY,
+      dict(successes=successes, undetermined=undetermined, rate=0.5,
+           what=f'gave way inside L={lo}..{hi} (per seed, solved up to, '
+                f'first failed: {" ".join(where)}; {undetermined} the '
+                'lengths cannot judge)'),
+      _setting(model, lengths=list(lengths)), gates=gates,
+      note=f'"about 15" is read as giving way between L={lo} and L={hi}: a '
+           f'seed that solved L>={lo} and failed by L={hi} is consistent; '
+           f'one that failed by L={lo} or solved L>={hi} is not; the rest '
+           'the tested lengths cannot judge; most seeds (rate 1/2) must; the '
+           'seeds that gave way must be trained out (their loss flat over '
+           'the last doubling of steps at the length they failed)')
+
+
+def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
+                       lengths, failed=None, curves=None) -> Claim:
+  """Paired per-seed critical distances, a tie not a win, both solving the
+  longest length censored (claims.COMPARISON). Did not hold says the gated
+  net fell short: with `curves`, the gated seeds that fell short (`failed`:
+  {seed: length it failed}) must be trained out."""
+  gates = {}
+  if curves is not None:
+    gates = claims_lib.learning_gate(stats.NOT_HELD, failures_trained_out(
+        curves, gated, _short(failed, crit_gated, crit_plain)))
+  spec = models_lib.get(gated)
+  return Claim(
+      f'Gating ({spec.architecture.upper()}, {spec.init_name}: {gated}) '
+      f'carries the symbol further than a plain RNN ({plain}).',
+      claims_lib.COMPARISON, GATING_FAMILY,
+      dict(x=list(crit_gated), y=list(crit_plain), x_name=gated,
+           y_name=plain, ceiling=max(lengths), digits=0,
+           what=f'critical distance (L {min(lengths)}..{max(lengths)})'),
+      _setting(gated, versus=plain, lengths=list(lengths)), gates=gates,
+      note=f'seed i of {gated} against seed i of {plain} (same strings)')
+
+
+def as_far_as_attention(model: str, attention: str, crit_model,
+                        crit_attention, lengths, failed=None,
+                        curves=None) -> Claim:
+  """Seed i at least as far as seed i of attention (a tie counts: "as far
+  as"); both at the longest length censored. The seeds that fall short
+  failed: with `curves` they must be trained out."""
+  gates = {}
+  if curves is not None:
+    gates = claims_lib.learning_gate(stats.NOT_HELD, failures_trained_out(
+        curves, model, _short(failed, crit_model, crit_attention)))
+  return Claim(
+      f'A parallel linear recurrence ({model}) carries the first symbol as '
+      f'far as attention ({attention}).',
+      claims_lib.COMPARISON, AS_FAR_FAMILY,
+      dict(x=list(crit_model), y=list(crit_attention), x_name=model,
+           y_name=attention, ceiling=max(lengths), at_least=True, digits=0,
+           what=f'critical distance (L {min(lengths)}..{max(lengths)})'),
+      _setting(model, versus=attention, lengths=list(lengths)), gates=gates,
+      note=f'each seed: its critical distance reaches that of the same seed '
+           f'of {attention}')
+
+
+def _short(failed, crit, crit_other) -> dict:
+  """{seed: the length it failed} of the seeds whose critical distance falls
+  short of the other model's (`failed`: {seed: first failed length}, in
+  seed order, as crit)."""
+  return {s: f for (s, f), a, b in zip(sorted((failed or {}).items()), crit,
+                                       crit_other) if a < b and f is not None}
+
+
+def memory_claims(table: dict, models, lengths, curves=None) -> list[Claim]:
+  """Every distance claim the models present allow, per model and pair;
+  with `curves` (curves.csv rows), a failure must be trained out."""
+  lengths = sorted(lengths)
+  spec = models_lib.get
+  out = [attention_at_100(table, m, lengths) for m in models
+         if spec(m).family == models_lib.ATTENTION]
+  plain = [m for m in models if spec(m).family == models_lib.PLAIN]
+  out += [plain_gives_way(table, m, lengths, curves=curves) for m in plain]
+  crit = {m: per_seed_critical(table, m, lengths) for m in models}
+  seeds = sorted(table[models[0], lengths[0]]) if models else []
+  failed = {m: {s: first_failure(table, m, lengths, s) for s in seeds}
+            for m in models}
+  for gated in (m for m in models if spec(m).family == models_lib.GATED):
+    for p in plain:
+      out.append(gating_beats_plain(gated, p, crit[gated], crit[p], lengths,
+                                    failed[gated], curves))
+  attention = [m for m in models if spec(m).family == models_lib.ATTENTION]
+  for m in (m for m in models if spec(m).family == models_lib.LINEAR):
+    if attention:
+      out.append(as_far_as_attention(m, attention[0], crit[m],
+                                     crit[attention[0]], lengths, failed[m],
+                                     curves))
+  return out
+
+
+def placeholder_table(config) -> dict:
+  """A table of the run's shape (every model, length and seed), for the
+  power plan: the claims built on it have the run's seeds and families."""
+  return {(m, L): {s: 0.5 for s in range(config.seeds)}
+          for m in config.models for L in config.lengths}
+
+
+def failures_trained_out(curves, model: str, failures: dict) -> dict:
+  """The trained-out rule over seeds that failed at different lengths:
+  `failures` {seed: the length it failed}; each seed's fall is measured at
+  its own length, over the last doubling of that group's steps."""
+  falls, step = [], 0
+  for L in sorted(set(failures.values())):
+    seeds = [s for s, f in failures.items() if f == L]
+    last = claims_lib.last_step(curves, model=model, length=L)
+    step = max(step, last)
+    falls += claims_lib.trained_out(curves, seeds, last, model=model,
+                                    length=L)['falls']
+  return claims_lib.checked(falls, len(failures), step)
+
+
+# -- wall or budget -----------------------------------------------------------------
+
+# A wall lets through at most 1 in 5 of the seeds stuck at L* in the longer
+# training: a rate near a half would leave the limit where training luck puts
+# it; a tenth would need about 40 seeds. Fixed before any run at this rule.
+MAX_ESCAPE = 0.2
+
+
+def limit_length(table: dict, model: str, lengths, seeds):
+  """L*: the shortest tested length that significantly fewer than half the
+  seeds solve (exact one-sided binomial test against 1/2, p < ALPHA); None
+  if none. A length within the noise of half (4 of 8, 9 of 20) is not the
+  limit, so moving one seed there cannot move L*."""
+  return next((L for L in sorted(lengths) if stats.fewer_than_half(
+      sum(stats.solved(table[model, L][s]) for s in seeds), len(seeds))),
+              None)
+
+
+def wall_seeds_needed(max_escape: float = MAX_ESCAPE) -> int:
+  """The fewest seeds with which a wall can be held whatever L* turns out
+  to be: L* lets up to stats.most_below_half(n) seeds solve it, and the
+  rest, stuck, must be enough for none escaping to clear 1 - `max_escape`
+  (claims.RELIABILITY's test)."""
+  need = stats.trials_needed(max_escape)
+  return next(n for n in range(need, 10 * need)
+              if n - stats.most_below_half(n) >= need)
+
+
+def stable_limit(rows, model: str, lengths, budgets):
+  """(L*, the budget it is taken at): the first budget whose L* the next
+  budget's equals, so that L* is where training stopped moving the limit,
+  not where 250 steps had not learned yet; (None, None) if none is."""
+  seeds = None
+  limits = []
+  for b in budgets:
+    table = accuracy_table(rows, steps=b)
+    seeds = seeds or sorted(table[model, lengths[0]])
+    limits.append(limit_length(table, model, lengths, seeds))
+  for b, here, after in zip(budgets, limits, limits[1:]):
+    if here is not None and here == after:
+      return here, b
+  return None, None
+
+
+def limit_is_a_wall(rows, curves, model: str, lengths, budgets,
+                    max_escape: float = MAX_ESCAPE) -> Claim:
+  """At L* (`stable_limit`, taken at budget B), the seeds that do not solve
+  it are stuck; a wall keeps them stuck to the largest budget: the share
+  that stay stuck against 1 - `max_escape` (claims.RELIABILITY: held when
+  significantly more stay, did not hold when significantly fewer). Held
+  also needs the seeds still stuck trained out (loss flat over the last
+  doubling of steps, at L*)."""
+  lengths, budgets = sorted(lengths), sorted(budgets)
+  last = budgets[-1]
+  spec = models_lib.get(model)
+  claim = (f'The limit of {model} ({spec.init_name}) is a wall: more '
+           'training does not carry it further.')
+  note = (f'L* is the shortest length that significantly fewer than half '
+          f'the seeds solve (exact one-sided binomial test against 1/2), '
+          'taken at the first budget whose L* the next budget\'s equals '
+          '(where more training stopped moving it); the seeds stuck there '
+          f'must stay stuck to {last} steps in more than '
+          f'{1 - max_escape:.0%} of them (declared before any run: a wall '
+          f'lets through at most 1 in {round(1 / max_escape)}), and those '
+          f'still stuck must be trained out; {wall_seeds_needed(max_escape)} '
+          'seeds guarantee enough stuck seeds for a verdict')
+  empty = lambda why, **more: Claim(
+      claim, claims_lib.RELIABILITY, WALL_FAMILY,
+      dict(successes=[], rate=1 - max_escape, what=why), _setting(model),
+      note=note, **more)
+  if len(budgets) < 2:
+    return empty('one budget: no longer training to compare')
+  seeds = sorted(accuracy_table(rows, steps=last)[model, lengths[0]])
+  if stats.most_below_half(len(seeds)) < 0:
+    return empty(f'{len(seeds)} seeds are too few for any length to be '
+                 'solved by significantly fewer than half (5 or more needed)',
+                 verdict=stats.underpowered(len(seeds)), test='none')
+  L, start = stable_limit(rows, model, lengths, budgets)
+  stable, gates = L is not None, {}
+  if not stable:  # L* moved at every budget: not a wall's, if any
+    start = budgets[-2]
+    L = limit_length(accuracy_table(rows, steps=start), model, lengths, seeds)
+    if L is None:
+      return empty(f'no L*: no length up to {lengths[-1]} is solved by '
+                   f'significantly fewer than half the seeds after {start} '
+                   'steps')
+    gates[stats.HELD] = (f'L* moved between every two budgets: L*={L} after '
+                         f'{start} steps is not where training stopped')
+  small = accuracy_table(rows, steps=start)
+  large = accuracy_table(rows, steps=last)
+  seeds = sorted(small[model, lengths[0]])
+  stuck = [s for s in seeds if not stats.solved(small[model, L][s])]
+  stayed = [not stats.solved(large[model, L][s]) for s in stuck]
+  still = [s for s, st in zip(stuck, stayed) if st]
+  gates = {**claims_lib.learning_gate(stats.HELD, claims_lib.trained_out(
+      curves, still, last, model=model, length=L)), **gates}
+  return Claim(
+      claim, claims_lib.RELIABILITY, WALL_FAMILY,
+      dict(successes=stayed, rate=1 - max_escape,
+           what=f'at L*={L} ({"stable" if stable else "still moving"} from '
+                f'{start} steps on), the {len(stuck)} seeds stuck after '
+                f'{start} steps stayed stuck to {last}'),
+      _setting(model, length=L), gates=gates, note=note,
+      extra=dict(stuck=len(stuck), escaped=len(stuck) - sum(stayed),
+                 start_budget=start,
+                 escape_bound=stats.rate_upper_bound(
+                     len(stuck) - sum(stayed), len(stuck))))

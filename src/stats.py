@@ -8,9 +8,8 @@ Continuous measurements (attention mass, sensitivities) get a Student-t
 interval on the mean. Everything exact comes from `scipy.stats`.
 
 A verdict is one of `held`, `did not hold` and `inconclusive` (with
-`(underpowered: n seeds)` where no outcome could clear the test). A claim
-judged seed by seed counts the seeds it holds in and is decided by a test of
-that count (`seed_count`).
+`(underpowered: n seeds)` where no outcome could clear the test); which
+test decides a claim is its kind's (`src/claims.py`).
 """
 
 import math
@@ -241,82 +240,8 @@ def holm(ps) -> list[float]:
   return [float(a) for a in adjusted]
 
 
-def smallest_p(n: int, alternative: str = 'two-sided') -> float:
-  """The smallest p an exact sign (or binomial p = 1/2) test can give on n
-  paired seeds: every seed on one side."""
-  one = 0.5 ** n
-  return min(1.0, one if alternative != 'two-sided' else 2 * one)
-
-
 def underpowered(n: int) -> str:
   return f'{INCONCLUSIVE} (underpowered: {n} seeds)'
-
-
-SEED_COUNT = ('exact binomial test of the seeds it holds in against 1/2, '
-              'two-sided (each seed judged alone)')
-
-
-def seed_count(k: int, n: int, family: str | None = None) -> dict:
-  """The test of a claim judged seed by seed: each seed says yes or no on
-  its own, and an exact two-sided binomial test of the k yes of n against
-  1/2 decides: held where most seeds hold, did not hold where most do not,
-  at p < ALPHA after Holm within `family` (`judge_families`; without one
-  the claim is its own family). The claim's fields for `judge_families`,
-  and the verdict from the raw p until it runs. No seed to judge:
-  inconclusive, and no test."""
-  named = {'family': family} if family else {}
-  if n == 0:
-    return dict(verdict=INCONCLUSIVE, test='per seed (no seed to judge)',
-                seeds=0, **named)
-  p, p_min = binomial(k, n), smallest_p(n)
-  if_significant = HELD if 2 * k > n else NOT_HELD
-  verdict = (underpowered(n) if p_min >= ALPHA else
-             if_significant if p < ALPHA else INCONCLUSIVE)
-  return dict(verdict=verdict, test=SEED_COUNT, p=p, p_min=p_min, seeds=n,
-              if_significant=if_significant, **named)
-
-
-def judge_families(claims: list[dict], alpha: float = ALPHA) -> list[dict]:
-  """The verdicts of the claims decided by a test, family by family.
-
-  A tested claim carries `p` (raw), `p_min` (the smallest p its test can
-  reach with its seeds), `seeds`, `if_significant` (its verdict when the
-  adjusted p < alpha) and `family` (the lesson claim it tests; a claim
-  without one is its own family). Within a family of m tests, p is Holm-
-  adjusted; the verdict is `if_significant` where the adjusted p < alpha,
-  else `inconclusive`, and `inconclusive (underpowered: n seeds)` where even
-  the best outcome (m * p_min, Holm's first step) could not clear alpha. A
-  claim whose verdict a rule already made inconclusive (a failure still
-  learning) stays so. Claims without a p (rules with no test, as a
-  positive control's every seed) pass unchanged."""
-  tested = [c for c in claims if c.get('p') is not None
-            and 'if_significant' in c]
-  families = {}
-  for c in tested:
-    families.setdefault(c.get('family') or c['claim'], []).append(c)
-  out = {id(c): c for c in claims}
-  for family, members in families.items():
-    adjusted = holm([m['p'] for m in members])
-    for c, p_adj in zip(members, adjusted):
-      size = len(members)
-      if size * c['p_min'] >= alpha:
-        verdict = underpowered(c['seeds'])
-      elif c.get('blocked'):
-        verdict = INCONCLUSIVE
-      elif p_adj < alpha:
-        verdict = c['if_significant']
-      else:
-        verdict = INCONCLUSIVE
-      out[id(c)] = {
-          **c, 'verdict': verdict, 'p_adjusted': p_adj,
-          'family_size': size,
-          'measured': f'{c["measured"]}; Holm-adjusted p = {fmt_p(p_adj)} '
-                      f'(raw {fmt_p(c["p"])}, family of {size})',
-          'note': f'{c["note"]}. Family "{family}": {size} test'
-                  f'{"s" if size > 1 else ""}, Holm-adjusted; held / did '
-                  f'not hold need adjusted p < {alpha}; the smallest p '
-                  f'{c["seeds"]} seeds allow is {fmt_p(c["p_min"])}'}
-  return [out[id(c)] for c in claims]
 
 
 def fmt_p(p: float) -> str:

@@ -2,7 +2,7 @@
 
   python tests/mutants.py [WORDS]   # WORDS: only the mutants whose name has them
 
-Each mutant below is a deliberate bug (the ones issue 16 named): it is
+Each mutant below is a deliberate bug, one per verdict rule: it is
 applied to a fresh copy of the tracked tree, the fast in-process tests run
 there, and the mutant must make at least one of them fail. Not part of the
 suite (pytest does not collect this file); takes about a minute.
@@ -14,13 +14,16 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TESTS = ['tests/test_stats.py', 'tests/test_verdicts.py',
+TESTS = ['tests/test_stats.py', 'tests/test_verdicts.py', 'tests/test_claims.py',
          'tests/test_attention.py::'
          'test_rows_label_the_classes_by_their_first_symbol',
          'tests/test_tuning.py', 'tests/test_cost.py::test_fourfold_from',
          'tests/test_cost.py::test_crossover_of_a_known_polynomial',
          'tests/test_attention.py::test_uses_the_beam_rule',
          'tests/test_heads_induction.py::test_positive_control_verdicts',
+         'tests/test_routing.py::'
+         'test_cannot_compute_is_judged_against_what_routing_allows',
+         'tests/test_recall.py::test_claims_on_hand_made_tables',
          '-k', 'not run_py and not judged_at_it and '
          'not together and not trains_as']
 
@@ -39,40 +42,71 @@ MUTANTS = {
     'critical distance: the sort dropped': (
         'src/stats.py', 'in sorted(length_accuracy):',
         'in length_accuracy:'),
-    'budget: any rise reads as no wall, however small': (
-        'src/claims.py', "if rise['p'] < stats.ALPHA:",
-        "if rise['wins'] > 0:"),
     'the "both" bug of the old dispersed rule': (
         'experiments/attention.py', "return 'both' if dispersed else",
         "return 'B' if dispersed else"),
+    # -- the kinds' tests
+    'threshold: tested the wrong way round': (
+        'src/claims.py', "d = sign * (values - e['threshold'])",
+        "d = -sign * (values - e['threshold'])"),
+    'signed rank: tied magnitudes ranked in order, not midranked': (
+        'src/claims.py', 'np.rint(2 * sps.rankdata(np.abs(d)))',
+        "np.rint(2 * sps.rankdata(np.abs(d), method='ordinal'))"),
+    'reliability: against 1/2, not the declared rate': (
+        'src/claims.py', "  rate = e.get('rate', RELIABLE_RATE)\n  held",
+        '  rate = 0.5\n  held'),
+    'reliability: the seeds the lengths cannot judge dropped': (
+        'src/claims.py', '  if undetermined:  # bounded both ways',
+        '  if False:  # bounded both ways'),
+    'capability: no Bonferroni over the seeds searched': (
+        'src/claims.py', 'return min(1.0, p[best] * acc.size), best',
+        'return p[best], best'),
+    'impossibility: judged at the null, no margin': (
+        'src/claims.py',
+        "bar = min(e['null'] + e.get('margin', IMPOSSIBLE_MARGIN), 1.0)",
+        'bar = 1.0'),
+    'gates ignored (a failure still learning, one rate)': (
+        'src/claims.py', '  if direction in c.gates:\n    return '
+        'stats.INCONCLUSIVE\n', ''),
+    'comparison: ties counted as ahead': (
+        'src/claims.py',
+        "out['ahead'] = out['wins'] + (out['ties'] if e.get('at_least') else 0)",
+        "out['ahead'] = out['wins'] + out['ties']"),
+    'comparison: ties at the ceiling not censored': (
+        'src/claims.py', "  if n['censored']:  # the verdict must not",
+        '  if False:  # the verdict must not'),
     'Holm: raw p judged, not the adjusted one': (
-        'src/stats.py', '      elif p_adj < alpha:',
-        "      elif c['p'] < alpha:"),
+        'src/claims.py',
+        'verdict = _decide(c, c.if_significant, p_adj, len(members))',
+        'verdict = _decide(c, c.if_significant, c.p, len(members))'),
     'Holm: no step-down maximum': (
         'src/stats.py', 'running = max(running, min(1.0, (m - rank) * ps[i]))',
         'running = min(1.0, (m - rank) * ps[i])'),
+    'Benjamini-Hochberg: no step-up minimum': (
+        'src/claims.py', 'running = min(running, ps[i] * m / (rank + 1))',
+        'running = ps[i] * m / (rank + 1)'),
     'power: the underpowered check dropped': (
-        'src/stats.py', "      if size * c['p_min'] >= alpha:",
-        '      if False:'),
+        'src/claims.py', '  if size * c.p_min >= stats.ALPHA:',
+        '  if False:'),
+    # -- the rules
     'wall: L* back on the knife edge (fewer than half)': (
         'src/stats.py', "return n > 0 and binomial(k, n, 0.5, 'less') < alpha",
         'return 2 * k < n'),
     'wall: the bound two-sided (97.5%), not one-sided': (
         'src/stats.py', 'sps.beta.ppf(confidence, k + 1, n - k)',
         'sps.beta.ppf((1 + confidence) / 2, k + 1, n - k)'),
-    'wall: held without the bound': (
-        'src/claims.py', "elif escape['p'] < stats.ALPHA and flat:",
-        'elif flat:'),
-    'wall: the underpowered check dropped': (
-        'src/claims.py',
-        'elif stats.rate_below(0, n, max_escape) >= stats.ALPHA:',
-        'elif False:'),
+    'wall: L* taken at the first budget, stable or not': (
+        'src/memory.py', '    if here is not None and here == after:',
+        '    if here is not None:'),
+    'wall: the seeds still stuck not trained out': (
+        'src/memory.py', 'curves, still, last, model=model, length=L)), '
+        '**gates}', 'curves, [], last, model=model, length=L)), **gates}'),
     'wall: escapes counted over every seed, not the stuck ones': (
-        'src/claims.py',
-        'k = sum(stats.solved(large[model, length][s]) for s in stuck)',
-        'k = sum(stats.solved(large[model, length][s]) for s in seeds)'),
+        'src/memory.py',
+        'stuck = [s for s in seeds if not stats.solved(small[model, L][s])]',
+        'stuck = list(seeds)'),
     'wall: seeds needed as if every seed were stuck': (
-        'src/claims.py', 'if n - stats.most_below_half(n) >= need)',
+        'src/memory.py', 'if n - stats.most_below_half(n) >= need)',
         'if n >= need)'),
     'trained out: a still-falling loss accepted': (
         'src/claims.py', "'flat': not seeds or bool(np.isfinite(fall) and "
@@ -81,18 +115,30 @@ MUTANTS = {
         'src/experiment.py', 'return int(np.argmax(np.nan_to_num(acc, '
         'nan=-1.0).mean(axis=1)))', 'return int(np.argmin(np.nan_to_num('
         'acc, nan=-1.0).mean(axis=1)))'),
-    'searchlight: the asymmetry judged in one direction only': (
-        'experiments/attention.py', "else 'A' if gap > 0 else 'B')",
-        "else 'A' if gap > 0 else 'neither')"),
+    'searchlight: the entropy gap\'s sign kept (one direction only)': (
+        'experiments/attention.py',
+        "values=[abs(p['entropy_gap_A_minus_B']) for p in seeds]",
+        "values=[p['entropy_gap_A_minus_B'] for p in seeds]"),
     'beam use: the control position not checked': (
         'experiments/attention.py', 'and no_pos0 <= CHANCE_BAND\n'
         '                                 and stats.solved(no_filler)))',
         'and no_pos0 <= CHANCE_BAND))'),
     'beam use: a fall to chance not needed': (
         'experiments/attention.py', 'and no_pos0 <= CHANCE_BAND', 'and True'),
-    'positive control: one seed at the bar is enough': (
-        'experiments/induction.py', '  if k == len(seeds):\n    verdict = '
-        'stats.HELD', '  if k > 0:\n    verdict = stats.HELD'),
+    'positive control: every seed at the bar, whatever it scored': (
+        'experiments/induction.py',
+        'successes=[stats.reaches(two[s], CONTROL) for s in seeds]',
+        'successes=[True for s in seeds]'),
+    'routing: "cannot" judged against chance, not what routing allows': (
+        'experiments/routing.py', '  ceiling = null(task)\n',
+        '  ceiling = 1 / num_classes(task)\n'),
+    'routing ceiling: the fewest pairs right, not the most': (
+        'src/tasks.py', 'cost[2 * classes * k:] = -1',
+        'cost[2 * classes * k:] = 1'),
+    'recall: the fill-up against attention dropped (no interaction)': (
+        'experiments/recall.py',
+        'dict(x=fall(model), y=fall(attention), x_name=model,',
+        'dict(x=fall(model), y=[0.0] * len(seeds), x_name=model,'),
     'price at widths: one fourfold doubling is enough': (
         'experiments/cost.py', 'start = (start or L) if r >= FOURFOLD else None',
         'start = start or (L if r >= FOURFOLD else None)'),

@@ -71,7 +71,7 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
   for part in all_lib.report_order(PARTS.split(',')):
     summary = json.loads((run / part / 'summary.json').read_text())
     expected += [c['verdict'] for c in summary['claims']]
-  verdicts = [l.split('|')[4].strip().strip('*') for l in table]
+  verdicts = [l.split('|')[5].strip().strip('*') for l in table]
   assert verdicts == expected and len(verdicts) >= 2
   assert 'Reproduce: `python run.py --exp=distance' in report
   reproduce = dict(re.findall(

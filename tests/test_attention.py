@@ -77,15 +77,16 @@ def test_rows_label_the_classes_by_their_first_symbol():
   entry = summary['models']['attention']['10']
   assert [p['dispersed'] for p in entry['per_seed']] == ['B', 'B']
   # No ablation in these rows (a run made before it): three claims.
-  a_claim, b_claim, either = summary['claims']
+  a_claim, b_claim, either = experiment.judged(summary['claims'])
   # Both seeds hold each claim, which 2 seeds cannot make significant.
   two = stats.underpowered(2)
-  assert 'over 0.9 in 2 of 2 seeds' in a_claim['measured']
+  assert 'above 0.9 in 2 of 2' in a_claim['measured']
   assert a_claim['verdict'] == two
-  assert 'on B in 2, on A in 0' in b_claim['measured']
+  assert 'B ahead in 2, tied in 0, behind in 0 of 2 seeds' in \
+      b_claim['measured']
   # Either direction: B's look is ln 10 nats wider than A's in both seeds.
-  assert either['verdict'] == two and '(A the wider look in 0, B in 2)' \
-      in either['measured']
+  assert either['verdict'] == two and 'above 0.5 in 2 of 2' in \
+      either['measured']
 
 
 @pytest.mark.parametrize('name', ['attention', 'transformer',

@@ -99,12 +99,12 @@ def test_end_to_end(tmp_path):
       'linear'
   assert summary['models']['attention']['train']['flops_exponent'] > 1.5
   assert summary['models']['lstm']['train']['flops_exponent'] < 1.2
-  # The price at real widths: counted at 64..8 x 64, crossing near 2 d_model;
-  # the run's own width (32) is its N x N claim, not a second one.
+  # The price at real widths: counted at 64..32 x 64, crossing near 2
+  # d_model, one counted claim per width.
   price = summary['price_at_widths']
   assert set(price) == {'32', '64'}
   for D, p in price.items():
-    assert p['lengths'] == [64, 128, 256, 512, 1024]
+    assert p['lengths'] == [64, 128, 256, 512, 1024, 2048]
     assert p['crossover_length'] == pytest.approx(2 * int(D), rel=0.1)
   quadratic = [c for c in summary['claims'] if c['claim'] == cost.PRICE_CLAIM]
   assert sorted(c['d_model'] for c in quadratic) == [32, 64]

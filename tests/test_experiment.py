@@ -12,7 +12,8 @@ from tests.helpers import ROOT, assert_figure, read_csv, scalars, run_script
 TOY = '''
 import dataclasses
 import numpy as np
-from src import experiment, probes, record, stats
+from src import claims, experiment, probes, record, stats
+from src.claims import Claim
 from src.config import Config
 
 DEFAULTS = Config(exp='toy', models=('attention',), lengths=(3, 6), seeds=2,
@@ -48,11 +49,10 @@ def rows(group, final, config, timing):
 
 
 def summarize(config, rows):
-  k = sum(float(r['pos0_mass']) > 0.5 for r in rows)
-  return {'claims': [dict(claim='The beam finds position 0.',
-                          measured=f'{k} of {len(rows)}',
-                          note='each seed: over half its weight there',
-                          **stats.seed_count(k, len(rows)))]}
+  return {'claims': [Claim(
+      'The beam finds position 0.', claims.THRESHOLD, 'beam',
+      dict(values=[float(r['pos0_mass']) for r in rows], threshold=0.5),
+      note='each seed: over half its weight there')]}
 
 
 def figure(config, summary, rows, kept, folder, writer=None):

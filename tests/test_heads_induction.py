@@ -131,10 +131,11 @@ def test_the_trigger_task_is_the_groups_task():
 
 
 @pytest.mark.parametrize('accuracy,flat,verdict', [
-    ([1.0, 0.995], True, 'held'),  # every seed at 99% or above
-    ([1.0, 0.98], True, 'did not hold'),  # one below, its loss flat
-    ([1.0, 0.98], False, 'inconclusive'),  # one below, still learning
-    ([0.2, 0.3], True, 'did not hold'),
+    ([1.0] * 23 + [0.995], True, 'held'),  # every seed at 99% or above
+    ([1.0] * 23 + [0.98], True, 'held'),  # 23 of 24: above 4 in 5
+    ([1.0] * 10 + [0.98] * 14, True, 'did not hold'),  # 10 of 24, flat
+    ([1.0] * 10 + [0.98] * 14, False, 'inconclusive'),  # still learning
+    ([1.0, 0.995], True, 'inconclusive (underpowered: 2 seeds)'),
 ])
 def test_positive_control_verdicts(accuracy, flat, verdict):
   two = dict(enumerate(accuracy))
@@ -142,7 +143,8 @@ def test_positive_control_verdicts(accuracy, flat, verdict):
            'step': 4000}
   claim = induction.control_claim('mamba', two, {'128': {0: 0.5, 1: 0.4}},
                                   check)
-  assert claim['verdict'] == verdict
+  claim, = experiment.judged([claim])
+  assert claim['verdict'] == verdict, claim['measured']
   assert 'at L=128: 0.500 0.400' in claim['measured']
 
 

@@ -11,7 +11,7 @@ import pytest
 from flax import nnx
 
 from experiments import recall
-from src import models, tasks
+from src import experiment, models, tasks
 from src import train as train_lib
 from src.config import ConfigError
 from tests.helpers import assert_figure, run_ok
@@ -140,8 +140,9 @@ CONFIG = dataclasses.replace(recall.DEFAULTS, models=('attention', 'lru'),
 
 
 def claims_of(rows, curves):
-  out = recall.summarize(CONFIG, rows, curves)['claims']
-  kind = lambda c: ('falls' if 'fewer pairs' in c['claim'] else 'grows'
+  out = experiment.judged(recall.summarize(CONFIG, rows, curves)['claims'])
+  kind = lambda c: ('share' if 'smaller share' in c['claim'] else 'pairs'
+                    if 'additional pairs' in c['claim'] else 'grows'
                     if 'needs' in c['claim'] else 'recalls')
   return {(c['model'], kind(c)): c for c in out}
 
@@ -149,48 +150,69 @@ def claims_of(rows, curves):
 def test_claims_on_hand_made_tables():
   names = [recall.group_name(m, 64, P, w) for m in ('attention', 'lru')
            for P in (4, 16) for w in (16, 64)]
-  flat = curves_for(names, 0.0)
+  flat = curves_for(names, 0.0, seeds=24)
   # Attention perfect; the LRU fills up at 16 pairs, and needs width 64.
   rows = table({('attention', 4, 16): 1.0, ('attention', 4, 64): 1.0,
                 ('attention', 16, 16): 1.0, ('attention', 16, 64): 0.995,
                 ('lru', 4, 16): 1.0, ('lru', 4, 64): 1.0,
-                ('lru', 16, 16): [0.3, 0.4, 0.2, 0.5, 0.3, 0.4],
-                ('lru', 16, 64): 0.999})
+                ('lru', 16, 16): [0.3, 0.4, 0.2, 0.5, 0.3, 0.4] * 4,
+                ('lru', 16, 64): 0.999}, seeds=24)
   c = claims_of(rows, flat)
   att = c['attention', 'recalls']
-  # Every seed recalls: a two-sided binomial test on 6 seeds, p = 2 / 64.
-  assert att['verdict'] == 'held'
-  assert att['p'] == att['p_min'] == pytest.approx(2 * 0.5 ** 6)
+  # Every seed recalls: 24 of 24 against the declared rate 0.8: 0.8^24.
+  assert att['verdict'] == 'held' and att['kind'] == 'reliability'
+  assert att['p'] == pytest.approx(0.8 ** 24)
   assert att['family'] == recall.ATTENTION_FAMILY
-  assert len(c) == 3
-  for claim in (c['lru', 'falls'], c['lru', 'grows']):
+  assert len(c) == 4
+  for key in ('share', 'pairs', 'grows'):
+    claim = c['lru', key]
     assert claim['verdict'] == 'held', claim['measured']
-    assert claim['if_significant'] == 'held'
     assert claim['family'] == recall.FILLS_FAMILY
+    assert claim['kind'] == 'comparison'
+  # In pairs recalled: attention gains 16 x 0.9975 - 4, the LRU 16 x 0.65 - 4.
+  assert c['lru', 'pairs']['evidence']['x'][0] == pytest.approx(11.96)
   # Still learning: the same numbers are inconclusive.
-  c = claims_of(rows, curves_for(names, 0.3))
+  c = claims_of(rows, curves_for(names, 0.3, seeds=24))
   assert all(v['verdict'] == 'inconclusive' for k, v in c.items()
              if k[0] == 'lru')
-  assert 'still learning at 100 steps' in c['lru', 'falls']['measured']
-  # Attention failing in every seed, trained out: did not hold.
+  assert 'still learning at 100 steps' in c['lru', 'share']['measured']
+  # Attention failing in every seed, trained out: did not hold. An LRU that
+  # recalls everything loses no share, gains every pair, needs no more
+  # width: each tie counts against its claim.
   rows = table({('attention', 4, 16): 1.0, ('attention', 4, 64): 1.0,
                 ('attention', 16, 16): 0.5, ('attention', 16, 64): 1.0,
                 ('lru', 4, 16): 1.0, ('lru', 4, 64): 1.0,
-                ('lru', 16, 16): 1.0, ('lru', 16, 64): 1.0})
+                ('lru', 16, 16): 1.0, ('lru', 16, 64): 1.0}, seeds=24)
   c = claims_of(rows, flat)
   assert c['attention', 'recalls']['verdict'] == 'did not hold'
-  # An LRU recalling everything ties everywhere: no evidence either way.
-  assert all(v['verdict'] == 'inconclusive' and v['p'] == 1.0
-             for k, v in c.items() if k[0] == 'lru')
+  assert all(v['verdict'] == 'did not hold'
+             for k, v in c.items() if k[0] == 'lru'), c
+  # The LRU loses a share as the pairs grow, but attention loses as much:
+  # not a summary that fills up (the interaction, not the LRU alone).
+  rows = table({(m, P, w): (1.0 if P == 4 else 0.7)
+                for m in ('attention', 'lru') for P in (4, 16)
+                for w in (16, 64)}, seeds=24)
+  assert claims_of(rows, flat)['lru', 'share']['verdict'] == 'did not hold'
+
+
+def test_width_needed_only_where_the_grid_can_tell():
+  """No width of the grid lets the LRU recall every pair even at the
+  fewest pairs: the width it needs is not judged, and the summary says so."""
+  rows = table({(m, P, w): (1.0 if m == 'attention' else 0.5)
+                for m in ('attention', 'lru') for P in (4, 16)
+                for w in (16, 64)}, seeds=8)
+  summary = recall.summarize(CONFIG, rows, [])
+  assert not [c for c in summary['claims'] if 'needs' in c.sentence]
+  assert 'the width lru needs' in summary['not_judged'][0]
 
 
 def test_underpowered_with_few_seeds():
   rows = table({('attention', P, w): 1.0 for P in (4, 16) for w in (16, 64)},
                seeds=3)
   config = dataclasses.replace(CONFIG, models=('attention',))
-  [claim] = recall.summarize(config, rows, [])['claims']
+  [claim] = experiment.judged(recall.summarize(config, rows, [])['claims'])
   assert claim['verdict'].startswith('inconclusive (underpowered')
-  assert claim['p_min'] == pytest.approx(0.25)  # two-sided, 3 seeds
+  assert claim['p_min'] == pytest.approx(0.8 ** 3)  # all 3 at the bar
 
 
 def test_bad_grid_is_one_line_naming_the_flag():

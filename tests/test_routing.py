@@ -1,6 +1,7 @@
 """`--exp=routing`: the routing tasks, the transformer, the verdict rules on
 hand-made tables, and a tiny run end to end."""
 
+import dataclasses
 import json
 import textwrap
 
@@ -173,61 +174,72 @@ def _row(seeds, chance=0.5):
               chance=chance)
 
 
-def test_against_chance_rules():
+def judge(claim):
+  c, = experiment.judged([claim])
+  return c
+
+
+def _grid(steps=1000):
+  return dataclasses.replace(routing.DEFAULTS, steps=steps,
+                             learning_rates=(1e-3, 3e-3))
+
+
+def test_cannot_compute_is_judged_against_what_routing_allows():
+  """XOR's null is 0.75, not chance: a head at 0.75 only routes; one at
+  1.0 computes; "cannot" needs a rate grid and flat losses."""
   g = _Group('a')
-  at_chance = _row([0.5] * 10)
   flat = _curves('a', range(10), 0.693, 0.69)
-  c = routing._against_chance(_config(), 'xor_fixed', 'attention h1',
-                              at_chance, flat, g)
-  assert c['verdict'] == stats.HELD and c['p'] == pytest.approx(2 / 1024)
-  assert c['p_min'] == pytest.approx(2 / 1024)
-  assert c['family'] == routing.FAMILY_CHANCE
+  assert routing.null('xor_fixed') == 0.75 and routing.null('sum_tagged') == \
+      pytest.approx(0.76)
+  routed = _row([0.75] * 10)
+  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1', routed,
+                            flat, g))
+  assert c['verdict'] == stats.HELD and c['kind'] == 'impossibility'
+  assert c['family'] == routing.FAMILY_CANNOT
+  c = judge(routing._cannot(_config(), 'xor_fixed', 'attention h1', routed,
+                            flat, g))  # one rate: not at its best
+  assert c['verdict'] == stats.INCONCLUSIVE and 'learning_rates' in \
+      c['measured']
   falling = _curves('a', range(10), 0.69, 0.3)
-  c = routing._against_chance(_config(), 'xor_fixed', 'attention h1',
-                              at_chance, falling, g)
+  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1', routed,
+                            falling, g))
   assert c['verdict'] == stats.INCONCLUSIVE and 'still learning' in \
       c['measured']
-  c = routing._against_chance(_config(), 'xor_fixed', 'attention h1',
-                              _row([1.0] * 10), falling, g)
-  assert c['verdict'] == stats.NOT_HELD
-  c = routing._against_chance(_config(), 'xor_fixed', 'attention h1',
-                              _row([1.0] * 5 + [0.5] * 5), flat, g)
-  assert c['verdict'] == stats.INCONCLUSIVE and c['p'] == 1.0
-  c = routing._against_chance(_config(), 'xor_fixed', 'attention h1',
-                              _row([1.0] * 3), flat, g)
-  assert c['verdict'] == stats.INCONCLUSIVE and c['p_min'] == 0.25
-  judged, = stats.judge_families([c])  # as the runner judges it
-  assert judged['verdict'] == 'inconclusive (underpowered: 3 seeds)'
+  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1',
+                            _row([0.75] * 9 + [1.0]), falling, g))
+  assert c['verdict'] == stats.NOT_HELD  # one seed computes it
+  # Above chance + 0.05, at the routing null: the old rule's "did not hold"
+  # is held here.
+  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1',
+                            _row([0.74, 0.75, 0.76] * 3 + [0.75]), flat, g))
+  assert c['verdict'] == stats.HELD, c['measured']
 
 
-def test_against_dense_rules():
+def test_more_reliably_keeps_its_ties():
   g = _Group('a')
   flat = _curves('a', range(10), 0.693, 0.69)
   dense, weak = _row([1.0] * 10), _row([0.5] * 9 + [1.0])
-  c = routing._against_dense(_config(), 'xor_fixed', 'attention h1', weak,
-                             'transformer h1', dense, flat, g)
-  assert c['verdict'] == stats.HELD and c['p'] == pytest.approx(2 / 512)
-  c = routing._against_dense(_config(), 'xor_fixed', 'attention h1', dense,
-                             'transformer h1', weak, flat, g)
-  assert c['verdict'] == stats.NOT_HELD
-  # Both solving: ties carry no evidence.
-  c = routing._against_dense(_config(), 'xor_fixed', 'attention h1', dense,
-                             'transformer h1', dense, flat, g)
-  assert c['verdict'] == stats.INCONCLUSIVE and c['p'] == 1.0
+  c = judge(routing._more_reliably(_config(), 'xor_fixed', 'attention h1',
+                                   weak, 'transformer h1', dense, flat, g))
+  # ahead in 9, tied in 1: P(X >= 9 | 10) = 11/1024
+  assert c['verdict'] == stats.HELD and c['p'] == pytest.approx(11 / 1024)
+  c = judge(routing._more_reliably(_config(), 'xor_fixed', 'attention h1',
+                                   dense, 'transformer h1', dense, flat, g))
+  assert c['verdict'] == stats.NOT_HELD  # both solve: not more reliable
 
 
 def test_one_beam_rule_counts_only_the_solving_seeds():
   split = [dict(seed=s, mass_first=0.45, mass_second=0.5, accuracy=1.0)
            for s in range(10)]
-  c = routing._one_beam(split)
+  c = judge(routing._one_beam(split))
   assert c['verdict'] == stats.NOT_HELD and c['family'] == routing.FAMILY_BEAM
   one = [dict(seed=s, mass_first=0.95, mass_second=0.02, accuracy=0.99)
          for s in range(10)]
-  assert routing._one_beam(one)['verdict'] == stats.HELD
+  assert judge(routing._one_beam(one))['verdict'] == stats.HELD
   unsolved = [dict(r, accuracy=0.6) for r in split]
-  c = routing._one_beam(unsolved)
-  assert c['verdict'] == stats.INCONCLUSIVE and c['p_min'] == 1.0
-  assert '0 of 10 seeds solved' in c['measured']
+  c = judge(routing._one_beam(unsolved))
+  assert c['verdict'] == stats.INCONCLUSIVE and c['seeds'] == 0
+  assert 'among the 0 of 10 seeds that solved' in c['measured']
 
 
 # -- end to end ---------------------------------------------------------------------
@@ -266,7 +278,9 @@ def test_routing_end_to_end(tmp_path):
   acc = summary['accuracy']['xor_fixed']['attention h1']
   assert acc['seeds'] == [float(r['accuracy']) for r in rows[:2]]
   families = {c['family'] for c in summary['claims']}
-  assert families == {routing.FAMILY_CHANCE}
-  assert all('p' in c and 'p_min' in c for c in summary['claims'])
+  assert families == {routing.FAMILY_CANNOT}
+  assert all(c['kind'] == 'impossibility' and c['p'] is not None
+             for c in summary['claims'])
+  assert summary['routing_null'] == {'xor_fixed': 0.75}
   assert 'Routing: test accuracy' in proc.stdout
   assert_figure(run / 'routing.png')

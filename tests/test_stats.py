@@ -134,27 +134,6 @@ def test_trials_needed_and_fewer_than_half():
   assert stats.fewer_than_half(5, 20) and not stats.fewer_than_half(6, 20)
 
 
-@pytest.mark.parametrize('k,n,verdict,p', [
-    (8, 8, 'held', 2 / 256), (0, 8, 'did not hold', 2 / 256),
-    (7, 8, 'inconclusive', 18 / 256),  # 1 of 8 against: p = 2 x 9/256
-    (4, 8, 'inconclusive', 1.0),
-    (4, 4, 'inconclusive (underpowered: 4 seeds)', 2 / 16),
-    (0, 0, 'inconclusive', None)])
-def test_a_count_of_seeds_is_decided_by_a_binomial_test(k, n, verdict, p):
-  """A claim judged seed by seed: the count of seeds it holds in, tested
-  against 1/2 (two-sided); too few seeds can never say held."""
-  c = stats.seed_count(k, n, 'f')
-  assert c['verdict'] == verdict
-  assert c.get('p') == (p if p is None else pytest.approx(p))
-  if n:
-    assert c['family'] == 'f' and c['p_min'] == 2 * 0.5 ** n
-    # after Holm within a family of 2 tests, 8 of 8 still holds (2 x 2/256)
-    judged = stats.judge_families([dict(c, claim='a', measured='', note=''),
-                                   dict(c, claim='b', measured='', note='')])
-    if n == 8 and k in (0, 8):
-      assert judged[0]['verdict'] == verdict
-
-
 def test_decay_fits_tell_exponential_from_power_law():
   L = np.array([5, 10, 20, 40, 80])
   exp = stats.decay_fits(L, 0.9 ** L)

@@ -1,0 +1,267 @@
+"""The claim type: every kind's test against synthetic per-seed tables with
+known answers, Holm within families, Benjamini-Hochberg over a report, the
+power plan, and the routing null checked by brute force."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import optimize
+from scipy import stats as sps
+
+from src import claims, stats, tasks
+from src.claims import Claim
+
+
+def verdict(kind, evidence, gates=None, family='f'):
+  c, = claims.judge([Claim('s', kind, family, evidence, gates=gates or {})])
+  return c
+
+
+# -- threshold ------------------------------------------------------------------
+
+@pytest.mark.parametrize('values,expected', [
+    ([0.95] * 8, 'held'),  # 8 of 8 above 0.9: p = 1/256
+    ([0.96] * 7 + [0.85], 'held'),  # 7 of 8, the eighth just under: p = 2/256
+    ([0.96] * 7 + [0.3], 'inconclusive'),  # the eighth far under: p = 9/256..
+    ([0.5] * 8, 'did not hold'),
+    ([0.95] * 4, 'inconclusive (underpowered: 4 seeds)'),  # p >= 1/16
+])
+def test_threshold_is_the_signed_rank_test_of_the_values(values, expected):
+  c = verdict(claims.THRESHOLD, dict(values=values, threshold=0.9))
+  assert c.verdict == expected, c.measured
+  if expected == 'held' and len(set(values)) == 1:
+    assert c.p == pytest.approx(0.5 ** 8)
+
+
+def test_signed_rank_matches_scipy_without_ties():
+  rng = np.random.default_rng(1)
+  for n in (5, 8, 12):
+    d = rng.normal(0.3, 1, n)
+    for side in ('greater', 'less'):
+      assert claims.signed_rank(d, side) == pytest.approx(
+          sps.wilcoxon(d, alternative=side, method='exact').pvalue)
+
+
+def test_signed_rank_with_ties_counts_every_sign_pattern():
+  d = np.array([0.1, 0.1, -0.1, 0.2])  # midranks 2, 2, 2, 4
+  patterns = [np.array(s) * np.abs(d)
+              for s in itertools.product((1, -1), repeat=4)]
+  ranks = sps.rankdata(np.abs(d))
+  w = lambda x: ranks[x > 0].sum()
+  expected = np.mean([w(x) >= w(d) for x in patterns])
+  assert claims.signed_rank(d, 'greater') == pytest.approx(expected)
+
+
+# -- reliability ------------------------------------------------------------------
+
+@pytest.mark.parametrize('k,n,expected', [
+    (24, 24, 'held'),  # 0.8^24 = 0.005
+    (23, 24, 'held'),  # P(X >= 23 | 0.8) = 0.033
+    (20, 24, 'inconclusive'),
+    (8, 8, 'inconclusive (underpowered: 8 seeds)'),  # 0.8^8 = 0.17
+    (10, 24, 'did not hold'),
+])
+def test_reliability_is_a_bound_on_the_share_of_seeds(k, n, expected):
+  c = verdict(claims.RELIABILITY, dict(successes=[True] * k + [False] * (n - k)))
+  assert c.verdict == expected, c.measured
+  assert c.p == pytest.approx(stats.binomial(
+      k, n, claims.RELIABLE_RATE, 'greater' if c.if_significant == 'held'
+      else 'less'))
+
+
+def test_reliability_counts_the_undetermined_against_each_direction():
+  e = dict(successes=[True] * 7, undetermined=1, rate=0.5)
+  c = verdict(claims.RELIABILITY, e)
+  assert c.p == pytest.approx(stats.binomial(7, 8, 0.5, 'greater'))
+  assert c.seeds == 8 and c.verdict == 'held'
+  c = verdict(claims.RELIABILITY, dict(successes=[True] * 2, undetermined=6,
+                                       rate=0.5))
+  assert c.verdict == 'inconclusive'
+
+
+# -- capability and impossibility -------------------------------------------------
+
+def test_one_seed_solving_is_a_capability():
+  acc = [0.25] * 7 + [1.0]  # one seed of 8 clears the null 0.5
+  c = verdict(claims.CAPABILITY, dict(accuracy=acc, strings=1024, null=0.5))
+  assert c.verdict == 'held' and c.p == pytest.approx(
+      min(1, 8 * sps.binom.sf(1023, 1024, 0.5)))
+  # The same seed on 10 strings: 10 of 10 at a null of 0.5 is p = 1/1024,
+  # times 8 seeds searched: 0.0078.
+  c = verdict(claims.CAPABILITY, dict(accuracy=acc, strings=10, null=0.5))
+  assert c.p == pytest.approx(8 / 1024)
+
+
+@pytest.mark.parametrize('accuracy,gates,expected', [
+    ([0.75] * 10, {}, 'held'),  # at the null, far below null + 0.05
+    ([0.75] * 9 + [1.0], {}, 'did not hold'),  # one seed computes
+    ([0.78] * 10, {}, 'inconclusive'),  # within the margin: cannot tell
+    ([0.75] * 10, {'held': 'one learning rate'}, 'inconclusive'),
+])
+def test_impossibility_needs_every_seed_below_the_null(accuracy, gates,
+                                                       expected):
+  c = verdict(claims.IMPOSSIBILITY,
+              dict(accuracy=accuracy, strings=1024, null=0.75), gates)
+  assert c.verdict == expected, c.measured
+  if gates:
+    assert 'not held: one learning rate' in c.measured
+
+
+def test_capability_did_not_hold_only_trained_out_at_a_grid():
+  e = dict(accuracy=[0.2] * 8, strings=1024, null=0.5)
+  assert verdict(claims.CAPABILITY, e).verdict == 'did not hold'
+  gated = verdict(claims.CAPABILITY, e, claims.grid_gate('did not hold',
+                                                         (3e-3,)))
+  assert gated.verdict == 'inconclusive'
+
+
+# -- comparison -------------------------------------------------------------------
+
+@pytest.mark.parametrize('x,y,extra,expected', [
+    ([50] * 8, [20] * 8, {}, 'held'),  # ahead in 8 of 8: p = 1/256
+    ([1.0] * 10, [1.0] * 10, {}, 'did not hold'),  # ties are not ahead
+    ([1.0] * 10, [1.0] * 10, {'ceiling': 1.0}, 'inconclusive'),  # censored
+    ([100] * 5 + [50] * 3, [50] * 8, {'ceiling': 100}, 'inconclusive'),
+    ([100] * 5 + [50] * 3, [50] * 5 + [50] * 3, {}, 'inconclusive'),
+    ([50] * 8, [50] * 8, {'at_least': True}, 'held'),  # "as far as"
+    ([20] * 8, [50] * 8, {'at_least': True}, 'did not hold'),
+])
+def test_comparison_keeps_its_ties(x, y, extra, expected):
+  c = verdict(claims.COMPARISON, dict(x=x, y=y, x_name='a', y_name='b',
+                                      **extra))
+  assert c.verdict == expected, c.measured
+
+
+def test_ties_at_a_ceiling_must_not_decide_the_verdict():
+  """3 ahead, 5 tied at the longest length: held if those 5 resolved as
+  ahead, not if they resolved as behind: inconclusive, and said."""
+  e = dict(x=[100] * 5 + [50] * 3, y=[100] * 5 + [20] * 3, x_name='a',
+           y_name='b', ceiling=100)
+  c = verdict(claims.COMPARISON, e)
+  assert claims.comparison_counts(e) == dict(wins=3, ties=0, losses=0,
+                                              censored=5, ahead=3)
+  assert c.verdict == 'inconclusive' and 'censored' in c.measured
+  # 8 ahead, 4 tied at the ceiling: 8 of 8 judged is p = 1/256, but 8 of 12
+  # (were the 4 to resolve behind) is p = 0.19: inconclusive.
+  e = dict(x=[50] * 8 + [100] * 4, y=[20] * 8 + [100] * 4, x_name='a',
+           y_name='b', ceiling=100)
+  assert verdict(claims.COMPARISON, e).verdict == 'inconclusive'
+
+
+# -- shape, and counted claims -------------------------------------------------------
+
+def test_shape_counts_the_seeds_and_a_counted_claim_has_no_test():
+  assert verdict(claims.SHAPE, dict(shows=[True] * 8)).verdict == 'held'
+  c = verdict(claims.SHAPE, dict(shows=[True], exact=True, what='counted'))
+  assert c.verdict == 'held' and c.p is None and c.measured == 'counted'
+
+
+# -- families ---------------------------------------------------------------------
+
+def test_holm_within_each_family_only():
+  reliable = lambda k: Claim('s', claims.THRESHOLD, 'f',
+                             dict(values=[1.0] * k, threshold=0.5))
+  out = claims.judge([reliable(8), reliable(8), reliable(5),
+                      Claim('t', claims.THRESHOLD, 'g',
+                            dict(values=[1.0] * 5, threshold=0.5))])
+  assert [c.family_size for c in out] == [3, 3, 3, 1]
+  # 1/32 alone is held; in a family of 3 its Holm step is 3 x 1/32 > 0.05:
+  # no outcome of 5 seeds could clear it there.
+  assert out[3].verdict == 'held'
+  assert out[2].verdict == 'inconclusive (underpowered: 5 seeds)'
+  assert out[0].p_adjusted == pytest.approx(3 / 256)
+  assert 'family of 3' in out[0].measured
+
+
+def test_holm_decides_on_the_adjusted_p():
+  """7 of 8 seeds: p = 9/256 = 0.035 alone (held); two such tests in one
+  family: Holm makes both 0.07 (inconclusive)."""
+  seven = lambda: Claim('s', claims.SHAPE, 'f', dict(shows=[True] * 7 + [False]))
+  alone, = claims.judge([seven()])
+  assert alone.verdict == 'held'
+  pair = claims.judge([seven(), seven()])
+  assert [c.verdict for c in pair] == ['inconclusive'] * 2
+  assert pair[0].p_adjusted == pytest.approx(2 * 9 / 256)
+
+
+def test_benjamini_hochberg_by_hand():
+  # sorted 0.01, 0.02, 0.03, 0.2: 4 x 0.01 = 0.04, 2 x 0.02 = 0.04, 4/3 x
+  # 0.03 = 0.04, 0.2; step-up minimum from the top.
+  assert claims.benjamini_hochberg([0.03, 0.01, 0.2, 0.02]) == pytest.approx(
+      [0.04, 0.04, 0.2, 0.04])
+  # Step-up: 0.03 x 3/2 = 0.045 is capped by the larger p's 0.04.
+  assert claims.benjamini_hochberg([0.01, 0.04, 0.03]) == pytest.approx(
+      [0.03, 0.04, 0.04])
+  assert claims.benjamini_hochberg([]) == []
+
+
+# -- power -------------------------------------------------------------------------
+
+def test_power_at_the_declared_effects():
+  # Reliability at 0.8, a true 0.98: at 24 seeds 23 or more must succeed.
+  assert claims.power(claims.RELIABILITY, 24) == pytest.approx(
+      sps.binom.sf(22, 24, 0.98))
+  assert claims.power(claims.RELIABILITY, 8) == 0.0  # 8 of 8: p = 0.17
+  # Comparison, a true 4 in 5 ahead, against 1/2.
+  need = next(k for k in range(17) if stats.binomial(k, 16, 0.5,
+                                                     'greater') < 0.05)
+  assert claims.power(claims.COMPARISON, 16) == pytest.approx(
+      sps.binom.sf(need - 1, 16, 0.8))
+  # Holm's strictest step: a family of 4 halves what 8 seeds can do.
+  assert claims.power(claims.SHAPE, 8, 4) < claims.power(claims.SHAPE, 8)
+  assert claims.power(claims.IMPOSSIBILITY, 8, gated=True) == 0.0
+  assert 0.95 < claims.power(claims.THRESHOLD, 16) <= 1.0
+
+
+def test_the_plan_reads_the_claims_it_will_judge():
+  planned = [Claim('a', claims.RELIABILITY, 'f', dict(successes=[False] * 24)),
+             Claim('b', claims.IMPOSSIBILITY, 'g',
+                   dict(accuracy=[0.5] * 8, strings=64, null=0.5),
+                   gates=claims.grid_gate('held', (3e-3,)))]
+  rows = claims.plan(planned)
+  assert [(r['family'], r['seeds']) for r in rows] == [('f', 24), ('g', 8)]
+  assert rows[0]['power'] == pytest.approx(claims.power(claims.RELIABILITY,
+                                                        24))
+  assert rows[1]['power'] == 0.0 and 'learning_rates' in rows[1]['why']
+
+
+# -- the routing null ------------------------------------------------------------------
+
+def brute_force_ceiling(function, k):
+  """The largest set of (a, b) pairs some additive score f_c(a) + g_c(b)
+  gets right: every subset, largest first, checked by an LP for a margin."""
+  pairs = [(a, b) for a in range(k) for b in range(k)]
+  label = lambda a, b: tasks.ROUTING_FUNCTIONS[function](a, b, k)
+  n = 2 * k * k
+  for size in range(len(pairs), 0, -1):
+    for subset in itertools.combinations(pairs, size):
+      rows = []
+      for a, b in subset:
+        y = label(a, b)
+        for c in range(k):
+          if c != y:
+            row = np.zeros(n)
+            row[y * k + a] += 1
+            row[k * k + y * k + b] += 1
+            row[c * k + a] -= 1
+            row[k * k + c * k + b] -= 1
+            rows.append(-row)  # -(score_y - score_c) <= -1
+      result = optimize.linprog(np.zeros(n), A_ub=np.array(rows),
+                                b_ub=-np.ones(len(rows)),
+                                bounds=[(-50, 50)] * n)
+      if result.status == 0:
+        return size / len(pairs)
+  return 0.0
+
+
+@pytest.mark.parametrize('function,k', [('xor', 2), ('sum', 3), ('copy', 3)])
+def test_the_routing_ceiling_is_the_brute_force_one(function, k):
+  assert tasks.routing_ceiling(function, k) == pytest.approx(
+      brute_force_ceiling(function, k))
+
+
+def test_the_routing_ceilings_the_claims_use():
+  assert tasks.routing_ceiling('xor', 2) == 0.75
+  assert tasks.routing_ceiling('sum', 5) == pytest.approx(19 / 25)
+  assert tasks.routing_ceiling('copy', 5) == 1.0
