@@ -32,9 +32,13 @@ from src.config import Config
 
 DEFAULTS = Config(
     exp='attention',
-    models=('attention',),
+    # With learned positions and without (a position found by its content
+    # only: the lesson's searchlight is a look-up by content).
+    models=('attention', 'attention_content'),
     lengths=(20,),  # the lesson's panel: a short string, the beam visible
-    seeds=8,  # enough to see how seeds split on the asymmetry
+    # Cheap: 32 seeds give every claim's test its power (the power plan the
+    # run prints first).
+    seeds=32,
     steps=600,
     batch_size=32,
     learning_rate=3e-3,
@@ -53,7 +57,7 @@ FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
 SECTION, FIGURE = '3. The searchlight', 'attention.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
            'accuracy', 'steps', 'wall_s', 'accuracy_without_pos0',
-           'accuracy_without_filler']
+           'accuracy_without_filler', 'accuracy_pos0_capped']
 CLASSES = ('A', 'B')  # label 0 is A, label 1 is B
 CONCENTRATED = 0.9  # the lesson's "over ninety per cent"
 # A seed's beam is asymmetric when one class puts at least this much less
@@ -77,14 +81,15 @@ CHANCE_BAND = 0.6
 A_FAMILY = 'for A sequences, position 0 takes over 90% of the weight'
 B_FAMILY = 'for B sequences, the weight is more dispersed than for A'
 EITHER_FAMILY = 'one class gets the beam, the other a dispersed look'
-ABLATION_FAMILY = 'the beam on position 0 is what the model uses'
+ABLATION_FAMILY = 'without position 0 the answer is lost'
+BEAM_FAMILY = 'the beam on position 0 is what the model uses'
 
 
 def planned_claims(config) -> list:
   """The claims `summarize` makes, on placeholder rows of the run's shape."""
   rows = [dict(model=m, length=L, seed=s, first_symbol=c, pos0_mass=0.5,
                entropy=1.0, accuracy=1.0, accuracy_without_pos0=0.5,
-               accuracy_without_filler=1.0)
+               accuracy_without_filler=1.0, accuracy_pos0_capped=0.5)
           for m in config.models for L in config.lengths
           for s in range(config.seeds) for c in CLASSES]
   return summarize(config, rows)['claims']
@@ -172,7 +177,8 @@ def rows_for(group, final, steps, wall_s) -> list[dict]:
                entropy=final['entropy'][s, c],
                accuracy=final['accuracy'][s, c], steps=steps, wall_s=wall_s,
                accuracy_without_pos0=ablation('without_pos0', s, c),
-               accuracy_without_filler=ablation('without_filler', s, c))
+               accuracy_without_filler=ablation('without_filler', s, c),
+               accuracy_pos0_capped=ablation('pos0_capped', s, c))
           for s in range(num_seeds) for c in range(len(CLASSES))]
 
 
@@ -312,8 +318,11 @@ def _ablation(rows, seeds) -> dict:
     kept = [c for c in CLASSES if stats.solved(without[c])]
     intact, no_pos0 = mean('accuracy'), mean('accuracy_without_pos0')
     no_filler = mean('accuracy_without_filler')
+    capped = (mean('accuracy_pos0_capped')
+              if mine['A'].get('accuracy_pos0_capped', '') != '' else None)
     out[s] = dict(accuracy=intact, accuracy_without_pos0=no_pos0,
                   accuracy_without_filler=no_filler,
+                  accuracy_pos0_capped=capped,
                   default_class=kept[0] if len(kept) == 1 else None,
                   uses_beam=bool(stats.solved(intact)
                                  and no_pos0 <= CHANCE_BAND
@@ -327,15 +336,15 @@ def group_claims(model, length, entry) -> list[Claim]:
   setting = dict(model=model, length=length)
   mass = lambda cls: [p[f'pos0_mass_{cls}'] for p in seeds]
   out = [Claim(
-      'For sequences starting with A, position 0 takes over 90% of the last '
-      "query's weight.", claims_lib.THRESHOLD, A_FAMILY,
+      f'For sequences starting with A, position 0 takes over 90% of the last '
+      f"query's weight ({model}).", claims_lib.THRESHOLD, A_FAMILY,
       dict(values=mass('A'), threshold=CONCENTRATED,
            what="A strings: the last query's mean weight on position 0"),
       setting, note='the per-seed mean weight on position 0 over A test '
                     f'strings, against {CONCENTRATED}')]
   out.append(Claim(
-      'For sequences starting with B, the weight is more dispersed than for '
-      'A.', claims_lib.COMPARISON, B_FAMILY,
+      f'For sequences starting with B, the weight is more dispersed than for '
+      f'A ({model}).', claims_lib.COMPARISON, B_FAMILY,
       dict(x=[p['entropy_B'] for p in seeds],
            y=[p['entropy_A'] for p in seeds], x_name='B', y_name='A',
            what="entropy of the last query's weights (nats)"),
@@ -343,8 +352,9 @@ def group_claims(model, length, entry) -> list[Claim]:
                     'its entropy on A strings (a seed that looks at both '
                     'alike counts against the claim)'))
   out.append(Claim(
-      'One class gets the beam, the other a dispersed look (either class: A '
-      'and B are exchangeable here).', claims_lib.THRESHOLD, EITHER_FAMILY,
+      f'One class gets the beam, the other a dispersed look ({model}; either '
+      'class: A and B are exchangeable here).', claims_lib.THRESHOLD,
+      EITHER_FAMILY,
       dict(values=[abs(p['entropy_gap_A_minus_B']) for p in seeds],
            threshold=ENTROPY_GAP, bounds=None,
            what='the gap between the entropies on A and on B strings '
@@ -354,9 +364,9 @@ def group_claims(model, length, entry) -> list[Claim]:
                     'the initialisation tells A from B'))
   if entry['ablated']:
     out.append(Claim(
-        'Without position 0 the answer is lost: the model reads the first '
-        'symbol from position 0 and from nowhere else (removing one filler '
-        'position instead leaves it solved).',
+        f'Without position 0 the answer is lost: the model ({model}) reads '
+        'the first symbol from position 0 and from nowhere else (removing '
+        'one filler position instead leaves it solved).',
         claims_lib.RELIABILITY, ABLATION_FAMILY,
         dict(successes=[p['uses_beam'] for p in seeds], rate=0.5,
              values=[p['accuracy_without_pos0'] for p in seeds],
@@ -367,7 +377,20 @@ def group_claims(model, length, entry) -> list[Claim]:
                       '(renormalised over the rest). In a one-layer model '
                       'only position 0 carries the label, so this shows '
                       'where the answer comes from, not that a concentrated '
-                      'beam is needed: `pos0_capped` asks that'))
+                      'beam is needed: the capped beam asks that'))
+    capped = [p['accuracy_pos0_capped'] for p in seeds]
+    if all(c is not None for c in capped):
+      out.append(Claim(
+          f'The beam on position 0 is what the model ({model}) uses: dimmed '
+          'to a uniform look (its weight capped at 1/L), the answer is lost.',
+          claims_lib.THRESHOLD, BEAM_FAMILY,
+          dict(values=capped, threshold=CHANCE_BAND, above=False,
+               what='accuracy with position 0\'s weight capped at 1/L (the '
+                    'rest handed to the other positions)'),
+          setting, note=f'against {CHANCE_BAND} (chance is 0.5): a model '
+                        'whose answer survives a beam dimmed to a uniform '
+                        'look does not need the beam; one that loses it '
+                        'does'))
   return out
 
 

@@ -13,7 +13,8 @@ trigger against those copies (an induction head).
 
 Trains attention-only stacks of 1 and 2 layers (2 heads each, d_model 32)
 and an LSTM for reference, eight seeds each, on one budget: 2,000 Adam steps
-of 32 strings. Reports, per layer and head, the previous-token score (mean
+of 32 strings, at each of three learning rates (each group judged at its
+best, on validation strings). Reports, per layer and head, the previous-token score (mean
 weight from position i to i-1) and the induction score (the last query's
 weight on the position after the earlier trigger).
 """
@@ -44,6 +45,8 @@ DEFAULTS = Config(
     steps=2000,
     batch_size=32,
     learning_rate=3e-3,
+    # "One layer cannot" is judged at each group's best rate of a grid.
+    learning_rates=(1e-3, 3e-3, 1e-2),
     chunk_steps=100,
     checkpoint_every=500,
 )
@@ -51,7 +54,7 @@ DEFAULTS = Config(
 # Quick keeps the full 2,000 steps: the induction head forms between 1,200
 # (2 layers still at 25%) and 2,000 steps (100%), so fewer would only show
 # that it had not formed yet.
-QUICK = dataclasses.replace(DEFAULTS, seeds=2)
+QUICK = dataclasses.replace(DEFAULTS, seeds=2, learning_rates=())
 ONE_LENGTH = True  # its summary and claims are of one length
 accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.

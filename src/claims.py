@@ -497,7 +497,8 @@ def plan(claims: list[Claim]) -> list[dict]:
     if key in seen:
       continue
     seen.add(key)
-    gated = stats.HELD in c.gates and c.kind == IMPOSSIBILITY
+    # One rate is known before the run; a failure still learning is not.
+    gated = c.kind == IMPOSSIBILITY and c.gates.get(stats.HELD) == ONE_RATE
     out.append(dict(family=c.family, kind=c.kind, seeds=c.seeds,
                     family_size=sizes[c.family],
                     power=power(c.kind, c.seeds, sizes[c.family],

@@ -90,8 +90,13 @@ def resolve(flags: Flags, experiments, argv, *,
       defaults(experiment, flags.quick), flags.fields,
       models=models_lib.names(experiment.accepts),
       one_length=getattr(experiment, 'ONE_LENGTH', False))
-  parts = {part: parse_for(experiments.load(part), flags.fields, flags.quick)
-           for part in getattr(experiment, 'PARTS', ())}
+  # --exp=all: every part's config as its own process will parse it, its
+  # own flags first, the user's on top.
+  parts = {name: parse_for(experiments.load(exp), {**own, **flags.fields},
+                           flags.quick)
+           for name, (exp, own) in (experiment.part_fields(config).items()
+                                    if hasattr(experiment, 'part_fields')
+                                    else ())}
   workdir = storage.path(flags.workdir or f'runs/{flags.exp}')
   checkpoint_dir = (storage.path(flags.checkpoint_dir) if flags.checkpoint_dir
                     else rundir.default_checkpoint_dir(workdir))
@@ -149,7 +154,8 @@ def print_config(plan: Plan, flags: Flags, experiments) -> None:
   print(f'--exp={flags.exp}: workdir {plan.workdir}, checkpoints '
         f'{plan.checkpoint_dir}')
   for name, config in (plan.parts or {flags.exp: plan.config}).items():
-    module = experiments.load(name)
+    module = experiments.load(config.exp)
+    base = defaults(module, config.quick)
     rows = [['quick', str(config.quick), flags.sources.get('quick',
                                                            'default')]]
     for field in module.FIELDS:
@@ -158,13 +164,17 @@ def print_config(plan: Plan, flags: Flags, experiments) -> None:
           value)
       if field in flags.fields:
         origin = flags.sources.get(field, 'flag')
+      elif value != getattr(base, field):
+        origin = 'the part\'s own (experiments/all.py)'
       elif config.quick and getattr(module.QUICK, field) != getattr(
           module.DEFAULTS, field):
         origin = 'quick'
       else:
         origin = 'default'
       rows.append([field, text, origin])
-    print(f'\n--exp={name} (experiments/{name}.py: DEFAULTS, QUICK)')
+    title = (f'part {name}: --exp={config.exp}' if plan.parts
+             else f'--exp={name}')
+    print(f'\n{title} (experiments/{config.exp}.py: DEFAULTS, QUICK)')
     width = max(len(r[1]) for r in rows)
     for field, text, origin in rows:
       print(f'  {field:<17s} {text:<{width}s}  {origin}')

@@ -111,18 +111,23 @@ def margin_profile(model, tokens_BxL, labels_B):
 def beam_ablation(model, tokens_BxL, labels_B, num_classes=2):
   """Is the beam on position 0 what the model uses? Accuracy per class of
   first symbol with position 0 removed from the read-out query's weights
-  (renormalised over the rest: 'without_pos0'),
-  and, as a control, with one filler position removed instead
-  ('without_filler'; string b loses position 1 + (7919 b mod (L - 2)), a
-  spread over the filler fixed by the string's index)."""
+  (renormalised over the rest: 'without_pos0'); as a control, with one
+  filler position removed instead ('without_filler'; string b loses
+  position 1 + (7919 b mod (L - 2)), a spread over the filler fixed by the
+  string's index); and with the beam dimmed, position 0's weight capped at
+  a uniform look, 1/L, the rest handed to the other keys ('pos0_capped'):
+  a model whose answer survives that does not need the beam."""
   B, L = tokens_BxL.shape
   x_BxLxD = model.embed(tokens_BxL)
   keep_L = jnp.arange(L) != 0
   filler_B = 1 + (jnp.arange(B) * 7919) % (L - 2)
   keep_BxL = jnp.arange(L)[None, :] != filler_B[:, None]
+  cap_L = jnp.ones(L).at[0].set(1 / L)
   out = {}
-  for name, mask in (('without_pos0', keep_L), ('without_filler', keep_BxL)):
-    logits_BxC, _ = model.classify(x_BxLxD, read_out_key_mask=mask)
+  for name, how in (('without_pos0', dict(read_out_key_mask=keep_L)),
+                    ('without_filler', dict(read_out_key_mask=keep_BxL)),
+                    ('pos0_capped', dict(read_out_key_cap=cap_L))):
+    logits_BxC, _ = model.classify(x_BxLxD, **how)
     correct_B = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
     out[name] = jnp.stack([class_mean(correct_B, labels_B == c)
                            for c in range(num_classes)])

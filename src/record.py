@@ -61,8 +61,11 @@ class ResultsCsv:
     if text:
       reader = csv.DictReader(io.StringIO(text, newline=''))
       if reader.fieldnames != self.columns:
-        raise ValueError(f'{self.path} has columns {reader.fieldnames}, '
-                         f'expected {self.columns}')
+        from src.config import ConfigError  # deferred: it imports jax
+        raise ConfigError(
+            f'--workdir: {self.path} has the columns of another version of '
+            f'this experiment ({", ".join(sorted(set(self.columns) ^ set(reader.fieldnames or [])))} '
+            'differ); pass a new --workdir, or --overwrite to discard it')
       self.rows = list(reader)
     elif self.write:
       storage.write_whole(self.path, self._text([]))

@@ -17,7 +17,7 @@ from tests import helpers
 DISTANCE = ['--models=attention,lstm_chrono', '--lengths=4,8', '--seeds=2',
             '--steps=20', '--chunk_steps=10', '--batch_size=16',
             '--eval_examples=64']
-ATTENTION = ['--lengths=8', '--seeds=2', '--steps=40', '--chunk_steps=20',
+ATTENTION = ['--models=attention', '--lengths=8', '--seeds=2', '--steps=40', '--chunk_steps=20',
              '--batch_size=16', '--eval_examples=64']
 
 

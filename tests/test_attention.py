@@ -71,7 +71,8 @@ def test_rows_label_the_classes_by_their_first_symbol():
       1.0)
   assert mass[0, 'B'] == pytest.approx(0.1)
   # Through the summary and the claims: A concentrated, B dispersed.
-  config = dataclasses.replace(attention.DEFAULTS, lengths=(10,), seeds=2)
+  config = dataclasses.replace(attention.DEFAULTS, models=('attention',),
+                               lengths=(10,), seeds=2)
   summary = attention.summarize(config, [{k: str(v) for k, v in r.items()}
                                          for r in rows])
   entry = summary['models']['attention']['10']
@@ -128,7 +129,8 @@ def test_uses_the_beam_rule(without_pos0, without_filler, uses, default):
 def tiny_run(tmp_path_factory):
   root = tmp_path_factory.mktemp('attention')
   proc = run_py('--exp=attention', f'--workdir={root}/run',
-                f'--checkpoint_dir={root}/ckpt', '--lengths=8', '--seeds=2',
+                f'--checkpoint_dir={root}/ckpt', '--models=attention',
+                '--lengths=8', '--seeds=2',
                 '--steps=60', '--chunk_steps=20', '--batch_size=16',
                 '--eval_examples=128')
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -151,11 +153,13 @@ def test_end_to_end_files(tiny_run):
   mean_a = np.mean([float(r['pos0_mass']) for r in rows
                     if r['first_symbol'] == 'A'])
   assert s['classes']['A']['pos0_mass'] == pytest.approx(mean_a)
-  assert len(s['per_seed']) == 2 and len(summary['claims']) == 4
-  for r in rows:  # the ablation, per seed and class
+  assert len(s['per_seed']) == 2 and len(summary['claims']) == 5
+  for r in rows:  # the ablations, per seed and class
     assert 0 <= float(r['accuracy_without_pos0']) <= 1
     assert 0 <= float(r['accuracy_without_filler']) <= 1
+    assert 0 <= float(r['accuracy_pos0_capped']) <= 1
   assert 'without position 0' in summary['claims'][3]['measured']
+  assert 'capped at 1/L' in summary['claims'][4]['measured']
   assert (run / 'attention.png').read_bytes()[:4] == b'\x89PNG'
   assert 'last query weight on position 0' in proc.stdout
 
@@ -170,3 +174,18 @@ def test_tensorboard_images_and_scalars(tiny_run):
   assert images[-1].width > 100 and images[-1].height > 50
   _, ent = scalars(run / 'tb' / 'attention_L008', 'entropy/B')
   assert len(ent) == 3
+
+
+def test_a_model_without_positions_finds_position_0_by_content():
+  """attention_content has no position table: the same parameters at any
+  length (it reads strings longer than it trained on), and an embedding
+  that depends on the token alone."""
+  kwargs = dict(vocab_size=11, length=12, d_model=16, num_classes=2,
+                num_heads=1, num_layers=1)
+  assert models.takes_any_length('attention_content', **kwargs)
+  assert not models.takes_any_length('attention', **kwargs)
+  model = models.make_model('attention_content', rngs=nnx.Rngs(0), **kwargs)
+  tokens = jnp.array([[0, 5, 5, 2]])
+  x = model.embed(tokens)
+  np.testing.assert_array_equal(x[0, 1], x[0, 2])  # same token, same vector
+

@@ -85,7 +85,8 @@ def test_heads_end_to_end(tmp_path):
 def test_induction_end_to_end(tmp_path):
   _, rows, summary = run_ok(tmp_path, 'induction', '--lengths=8', '--vocab=6',
                            '--seeds=2', '--steps=40', '--chunk_steps=20',
-                           '--batch_size=16', '--eval_examples=64')
+                           '--batch_size=16', '--eval_examples=64',
+                           '--learning_rate=3e-3')
   assert list(rows[0]) == experiment.with_rates(
       induction.COLUMNS)
   assert {(r['model'], r['num_layers']) for r in rows} == {

@@ -166,7 +166,8 @@ def _curves(name, seeds, start, end, steps=1000):
 
 def _config(steps=1000):
   import dataclasses
-  return dataclasses.replace(routing.DEFAULTS, steps=steps)
+  return dataclasses.replace(routing.DEFAULTS, steps=steps,
+                             learning_rates=())
 
 
 def _row(seeds, chance=0.5):
@@ -264,6 +265,7 @@ def test_routing_end_to_end(tmp_path):
       script, '--exp=routing', f'--workdir={tmp_path}/run',
       f'--checkpoint_dir={tmp_path}/ckpt', '--models=attention',
       '--heads=1', '--lengths=6', '--seeds=2', '--steps=20',
+      '--learning_rate=3e-3',
        '--chunk_steps=10', '--batch_size=16', '--eval_examples=32')
   assert proc.returncode == 0, proc.stderr[-3000:]
   run = tmp_path / 'run'

@@ -297,7 +297,8 @@ def attention_rows(masses):
 
 
 def attention_summary(masses):
-  config = dataclasses.replace(attention.DEFAULTS, lengths=(20,),
+  config = dataclasses.replace(attention.DEFAULTS, models=('attention',),
+                               lengths=(20,),
                                seeds=len(masses))
   return attention.summarize(config, attention_rows(masses))
 
@@ -354,7 +355,8 @@ def rows_with_entropy(entropies):
     ([(0.1, 0.7)] * 3 + [(0.3, 0.3)] * 5, 'inconclusive'),
 ])
 def test_one_class_gets_the_beam_in_either_direction(entropies, verdict):
-  config = dataclasses.replace(attention.DEFAULTS, lengths=(20,),
+  config = dataclasses.replace(attention.DEFAULTS, models=('attention',),
+                               lengths=(20,),
                                seeds=len(entropies))
   summary = attention.summarize(config, rows_with_entropy(entropies))
   claim, = by_claim(summary, 'One class gets the beam')

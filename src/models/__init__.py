@@ -156,11 +156,11 @@ def count_params(params) -> int:
 # -- the registered models ---------------------------------------------------------
 
 def _attention(*, vocab_size, length, d_model, num_classes, num_heads,
-               num_layers, rngs):
+               num_layers, rngs, positions=True):
   return attention_lib.AttentionClassifier(
       vocab_size=vocab_size, length=length, d_model=d_model,
       num_heads=num_heads, num_layers=num_layers, num_classes=num_classes,
-      rngs=rngs)
+      rngs=rngs, positions=positions)
 
 
 def _attention_activations(L, D, H, layers):
@@ -224,7 +224,8 @@ _FLAX_DEFAULT = ('Flax default: LeCun-normal input kernels, orthogonal '
 
 register(ModelSpec(
     'attention', ATTENTION, _attention,
-    init='Flax default: LeCun-normal projections, N(0, 1) embeddings',
+    init='Flax default: LeCun-normal projections, embeddings normal with '
+         'std 1/sqrt(d_model)',
     color='#d62728', architecture='attention', form='every query against '
     'every key, one parallel product (L x L)',
     activations=_attention_activations, has_attention=True, layered=True,
@@ -237,6 +238,17 @@ register(ModelSpec(
     form='the read-out query against every key (1 x L)',
     activations=_attention_activations, has_attention=True, layered=True,
     sequence_outputs=False, state_floats=_kv_cache))
+register(ModelSpec(
+    'attention_content', ATTENTION,
+    functools.partial(_attention, positions=False),
+    init='as attention, with no position embedding: a position is found by '
+         'its content only (learned absolute positions let a model find '
+         'position 0 by its place)',
+    init_name='no positions',
+    color='#bcbd22', architecture='attention',
+    form='every query against every key (L x L), no position embedding',
+    activations=_attention_activations, has_attention=True, layered=True,
+    state_floats=_kv_cache))
 register(ModelSpec(
     'transformer', ATTENTION, _transformer,
     init='Flax default, as attention; LayerNorm scale 1, bias 0; MLP '
@@ -354,8 +366,9 @@ def _mamba_state(L, D, H, layers):
 
 register(ModelSpec(
     'linear_attention', LINEAR, linear_lib.LinearAttentionClassifier,
-    init='Flax default (LeCun-normal projections, N(0, 1) embeddings, '
-         'LayerNorm 1 and 0), as attention; feature map elu + 1 '
+    init='Flax default (LeCun-normal projections, embeddings normal with '
+         'std 1/sqrt(d_model), LayerNorm 1 and 0), as attention; feature '
+         'map elu + 1 '
          '(Katharopoulos et al. 2020)',
     color='#9467bd', architecture='linear_attention',
     form='chunks of 64: C x C feature products within a chunk, running '
@@ -385,7 +398,8 @@ register(ModelSpec(
     init='state-spaces/mamba (Gu & Dao 2023): A = -(1..N) (S4D-real), D = 1, '
          'softplus(dt bias) log-uniform [0.001, 0.1], projections and conv '
          'PyTorch default U(+-1/sqrt(fan_in)), out_proj / sqrt(layers); '
-         'embeddings N(0, 1)',
+         'embeddings Flax default, normal with std 1/sqrt(d_model) '
+         '(PyTorch\'s nn.Embedding: N(0, 1))',
     color='#17becf', architecture='mamba',
     form='a lax.scan over chunks of positions ('
          f'{linear_lib.SCAN_CHUNK_BY_BACKEND["cpu"]} on a CPU), each unrolled',

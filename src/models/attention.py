@@ -37,6 +37,18 @@ def use_fused_attention() -> bool:
   return jax.default_backend() != 'cpu'
 
 
+def cap_weights(att_BxHxQxL, cap_L):
+  """Attention weights with each key's capped at `cap_L` (1: no cap), the
+  weight taken off handed to the uncapped keys in proportion to theirs, so
+  every row still sums to 1 (ablations: a beam dimmed to a uniform look)."""
+  cap_L = jnp.asarray(cap_L, att_BxHxQxL.dtype)
+  capped = jnp.minimum(att_BxHxQxL, cap_L)
+  freed = (att_BxHxQxL - capped).sum(-1, keepdims=True)
+  free = jnp.where(att_BxHxQxL < cap_L, capped, 0.0)
+  share = free * (1 / jnp.maximum(free.sum(-1, keepdims=True), 1e-30))
+  return capped + freed * share
+
+
 class CausalSelfAttention(nnx.Module):
   """Multi-head causal self-attention: every query against every earlier key.
 
@@ -56,12 +68,13 @@ class CausalSelfAttention(nnx.Module):
                                                   linear())
 
   def __call__(self, x_BxLxD, query_positions=None, head_mask=None,
-               weights=True, key_mask=None):
+               weights=True, key_mask=None, key_cap=None):
     """Returns (y_BxQxD, att_BxHxQxL); y excludes the residual.
 
     head_mask: optional H-vector multiplying each head's output (ablations).
     key_mask: optional L- or BxL-array, False where a key is removed from
     every query's weights (renormalised over the keys left: ablations).
+    key_cap: optional L-array, each key's weight capped there (`cap_weights`).
     weights=False lets the layer skip the weights (att is then None) and use
     `jax.nn.dot_product_attention` (see FUSED_ATTENTION).
     """
@@ -77,7 +90,8 @@ class CausalSelfAttention(nnx.Module):
     causal_QxL = jnp.arange(L)[None, :] <= q_pos[:, None]
     if key_mask is not None:  # B x 1 x Q x L (or 1 x Q x L)
       causal_QxL = causal_QxL & jnp.asarray(key_mask)[..., None, None, :]
-    if not weights and key_mask is None and use_fused_attention():
+    if (not weights and key_mask is None and key_cap is None
+        and use_fused_attention()):
       mixed_BxQxHxK = jax.nn.dot_product_attention(
           q_BxQxHxK, k_BxLxHxK, v_BxLxHxK, mask=causal_QxL[None, None])
       att_BxHxQxL = None
@@ -87,6 +101,8 @@ class CausalSelfAttention(nnx.Module):
       scores_BxHxQxL = jnp.where(causal_QxL, scores_BxHxQxL,
                                  jnp.finfo(scores_BxHxQxL.dtype).min)
       att_BxHxQxL = softmax(scores_BxHxQxL)
+      if key_cap is not None:
+        att_BxHxQxL = cap_weights(att_BxHxQxL, key_cap)
       mixed_BxQxHxK = jnp.einsum('bhql,blhk->bqhk', att_BxHxQxL, v_BxLxHxK)
     if head_mask is not None:
       mixed_BxQxHxK = mixed_BxQxHxK * head_mask[:, None]
@@ -96,13 +112,16 @@ class CausalSelfAttention(nnx.Module):
 
 class AttentionClassifier(nnx.Module):
   """Token + learned position embeddings, causal attention layers with
-  residual connections, a linear classifier on the last position."""
+  residual connections, a linear classifier on the last position.
+  positions=False: no position embedding, so a position can be found by its
+  content only (the causal mask still orders the keys)."""
 
   def __init__(self, *, vocab_size: int, length: int, d_model: int,
                num_heads: int, num_layers: int, num_classes: int,
-               rngs: nnx.Rngs):
+               rngs: nnx.Rngs, positions: bool = True):
     self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
-    self.position_embed = nnx.Embed(length, d_model, rngs=rngs)
+    self.position_embed = (nnx.Embed(length, d_model, rngs=rngs)
+                           if positions else None)
     self.layers = nnx.List([
         CausalSelfAttention(d_model, num_heads, rngs=rngs)
         for _ in range(num_layers)
@@ -110,18 +129,22 @@ class AttentionClassifier(nnx.Module):
     self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)
 
   def embed(self, tokens_BxL):
-    L = tokens_BxL.shape[1]
-    return self.token_embed(tokens_BxL) + self.position_embed(jnp.arange(L))
+    x_BxLxD = self.token_embed(tokens_BxL)
+    if self.position_embed is None:
+      return x_BxLxD
+    return x_BxLxD + self.position_embed(jnp.arange(tokens_BxL.shape[1]))
 
   def classify(self, x_BxLxD, *, all_positions=False, head_masks=None,
-               per_position=False, weights=True, read_out_key_mask=None):
+               per_position=False, weights=True, read_out_key_mask=None,
+               read_out_key_cap=None):
     """all_positions=False computes only the read-out query in the last layer
     (exact: tests check it against the full layer). per_position=True
     returns logits_BxLxC at every position, as a sequence model uses it.
     weights=False: no attention weights in aux (training).
     read_out_key_mask: an L- or BxL-array, False where a key is removed from
     the last layer's weights (renormalised over the rest): what the
-    read-out query may look at (ablations)."""
+    read-out query may look at (ablations); read_out_key_cap: an L-array
+    capping each key's weight in the last layer (`cap_weights`)."""
     all_positions = all_positions or per_position
     L = x_BxLxD.shape[1]
     attention = []
@@ -131,7 +154,8 @@ class AttentionClassifier(nnx.Module):
       mask = None if head_masks is None else head_masks[i]
       x_BxLxD, att = self.block(
           i, x_BxLxD, query_positions=q_pos, head_mask=mask, weights=weights,
-          key_mask=read_out_key_mask if last else None)
+          key_mask=read_out_key_mask if last else None,
+          key_cap=read_out_key_cap if last else None)
       attention.append(att)
     if per_position:
       return self.classifier(x_BxLxD), {'attention': attention}
@@ -139,11 +163,11 @@ class AttentionClassifier(nnx.Module):
     return logits_BxC, {'attention': attention}
 
   def block(self, i, x_BxLxD, *, query_positions, head_mask, weights,
-            key_mask=None):
+            key_mask=None, key_cap=None):
     """Layer i: x + attention(x), at the query positions (all: None)."""
     y, att = self.layers[i](x_BxLxD, query_positions=query_positions,
                             head_mask=head_mask, weights=weights,
-                            key_mask=key_mask)
+                            key_mask=key_mask, key_cap=key_cap)
     return _at(x_BxLxD, query_positions) + y, att
 
   def __call__(self, tokens_BxL, **kwargs):
@@ -188,12 +212,12 @@ class TransformerClassifier(AttentionClassifier):
                            for _ in range(num_layers)])
 
   def block(self, i, x_BxLxD, *, query_positions, head_mask, weights,
-            key_mask=None):
+            key_mask=None, key_cap=None):
     # The norm is position-wise: normalising every position, then keeping
     # the queries', is exact.
     y, att = self.layers[i](self.attention_norms[i](x_BxLxD),
                             query_positions=query_positions,
                             head_mask=head_mask, weights=weights,
-                            key_mask=key_mask)
+                            key_mask=key_mask, key_cap=key_cap)
     x_BxQxD = _at(x_BxLxD, query_positions) + y
     return x_BxQxD + self.dense[i](x_BxQxD), att

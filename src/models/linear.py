@@ -112,17 +112,19 @@ class CausalLinearAttention(attention_lib.CausalSelfAttention):
     B, L = mixed_BxLxHxK.shape[:2]
     return self.out(mixed_BxLxHxK.reshape(B, L, -1))
 
-  def __call__(self, x_BxLxD, head_mask=None, weights=True, key_mask=None):
+  def __call__(self, x_BxLxD, head_mask=None, weights=True, key_mask=None,
+               key_cap=None):
     """Returns (y_BxLxD, att_BxHxQxL) with Q = L; y excludes the residual.
     weights=True: the quadratic form, whose att rows sum to 1 (up to the
     eps) and are zero above the diagonal; weights=False: the chunked form
     at linear cost, and att is None. key_mask (quadratic form only): as
     the attention layer's, keys removed and the rest renormalised."""
-    if weights or key_mask is not None:
-      return self.quadratic_form(x_BxLxD, head_mask, key_mask)
+    if weights or key_mask is not None or key_cap is not None:
+      return self.quadratic_form(x_BxLxD, head_mask, key_mask, key_cap)
     return self.chunked_form(x_BxLxD, head_mask), None
 
-  def quadratic_form(self, x_BxLxD, head_mask=None, key_mask=None):
+  def quadratic_form(self, x_BxLxD, head_mask=None, key_mask=None,
+                     key_cap=None):
     """(y_BxLxD, att_BxHxQxL): the causally masked L x L grid."""
     L = x_BxLxD.shape[1]
     phi_q_BxQxHxK, phi_k_BxLxHxK, v_BxLxHxK = self._features(x_BxLxD)
@@ -135,6 +137,8 @@ class CausalLinearAttention(attention_lib.CausalSelfAttention):
     # so that the numbers do not depend on the device count.
     att_BxHxQxL = sim_BxHxQxL * (
         1 / (sim_BxHxQxL.sum(-1, keepdims=True) + LINEAR_ATTENTION_EPS))
+    if key_cap is not None:
+      att_BxHxQxL = attention_lib.cap_weights(att_BxHxQxL, key_cap)
     mixed_BxQxHxK = jnp.einsum('bhql,blhk->bqhk', att_BxHxQxL, v_BxLxHxK)
     return self._output(mixed_BxQxHxK, head_mask), att_BxHxQxL
 
@@ -229,18 +233,22 @@ class LinearAttentionClassifier(nnx.Module):
     L = tokens_BxL.shape[1]
     return self.token_embed(tokens_BxL) + self.position_embed(jnp.arange(L))
 
-  def _stack(self, x_BxLxD, form, head_masks, read_out_key_mask=None):
+  def _stack(self, x_BxLxD, form, head_masks, read_out_key_mask=None,
+             read_out_key_cap=None):
     """form: 'quadratic' (with the weights), 'chunked' or 'recurrent';
-    read_out_key_mask: keys removed from the last layer's weights."""
+    read_out_key_mask: keys removed from the last layer's weights;
+    read_out_key_cap: its keys' weights capped (`cap_weights`)."""
     attention = []
     for i, (layer, norm) in enumerate(zip(self.layers, self.norms)):
       mask = None if head_masks is None else head_masks[i]
-      keys = read_out_key_mask if i == len(self.layers) - 1 else None
+      last = i == len(self.layers) - 1
+      keys = read_out_key_mask if last else None
       if form == 'recurrent':
         y, att = layer.recurrent_form(x_BxLxD, head_mask=mask), None
       else:
         y, att = layer(x_BxLxD, head_mask=mask, weights=form == 'quadratic',
-                       key_mask=keys)
+                       key_mask=keys,
+                       key_cap=read_out_key_cap if last else None)
       x_BxLxD = norm(x_BxLxD + y)
       attention.append(att)
     return self.final_norm(x_BxLxD), attention
@@ -254,17 +262,19 @@ class LinearAttentionClassifier(nnx.Module):
     return self._stack(x_BxLxD, form, head_masks)[0]
 
   def classify(self, x_BxLxD, *, per_position=False, weights=True,
-               head_masks=None, read_out_key_mask=None, **unused):
+               head_masks=None, read_out_key_mask=None,
+               read_out_key_cap=None, **unused):
     """Every query is computed (neither form has a cheaper last row worth a
     third path), so `all_positions` is accepted and ignored.
     weights=True: the quadratic form, and aux['attention'] holds each
     layer's att_BxHxQxL; weights=False (training): the chunked form.
-    read_out_key_mask: keys removed from the last layer's weights (the
-    quadratic form; ablations)."""
-    quadratic = weights or read_out_key_mask is not None
+    read_out_key_mask, read_out_key_cap: keys removed from the last layer's
+    weights, or their weights capped (the quadratic form; ablations)."""
+    quadratic = (weights or read_out_key_mask is not None
+                 or read_out_key_cap is not None)
     h_BxLxD, attention = self._stack(
         x_BxLxD, 'quadratic' if quadratic else 'chunked', head_masks,
-        read_out_key_mask)
+        read_out_key_mask, read_out_key_cap)
     aux = {'attention': attention} if weights else {}
     return _read_out(self.classifier, h_BxLxD, per_position), aux
 
