@@ -104,7 +104,8 @@ def resolve(flags: Flags, experiments, argv, *,
     from src import experiment as runner  # deferred: it imports jax
     rundir.check(workdir, checkpoint_dir, config, flags.overwrite,
                  reads=experiments.fields(flags.exp),
-                 recipes=runner.recipes(experiment, config))
+                 recipes=runner.recipes(experiment, config),
+                 defaults=defaults(experiment, flags.quick))
     if flags.compilation_cache_dir:
       rundir.check_writable('compilation_cache_dir',
                             storage.path(flags.compilation_cache_dir))

@@ -212,27 +212,42 @@ def claim_group(folder, recipe: dict, workdir=None, *,
     write_json(path, recipe)
 
 
+# config.json's layout; a run stored by a newer layout is not read.
+SCHEMA_VERSION = 2
+
+
 def check(workdir, checkpoint_dir, config: Config, overwrite: bool,
-          reads=None, recipes: dict | None = None) -> None:
+          reads=None, recipes: dict | None = None,
+          defaults: Config | None = None) -> None:
   """Refuses unusable paths, a checkpoint folder that is not this run's
   (`check_ownership`), a group whose checkpoints were built from another
   of `recipes` ({group name: recipe}), and a workdir that holds a different
   run: one whose config differs in a field that defines results and that
   the experiment `reads` (its FIELDS; None: every field). A field it does
-  not read cannot have changed its results, so a field added to Config
-  later does not stop an older run from resuming."""
+  not read cannot have changed its results; a field the stored run does not
+  have (added since) counts as the experiment's `defaults` value, so an
+  older run resumes unless the field is given another value."""
   check_writable('workdir', workdir)
   check_writable('checkpoint_dir', checkpoint_dir)
   check_ownership(workdir, checkpoint_dir, overwrite)
   if overwrite:
     return
+  meta = _read_json(storage.path(workdir) / CONFIG_FILE) or {}
+  if meta.get('schema', 1) > SCHEMA_VERSION:
+    raise ConfigError(f'--workdir: {workdir} holds a run stored by a newer '
+                      f'version (config.json schema {meta["schema"]}); run '
+                      'it with that version, or pass another --workdir')
   stored = stored_config(workdir)
   if stored is not None:
     wanted = json.loads(json.dumps(config.to_json()))
+    absent = json.loads(json.dumps((defaults or config).to_json()))
     run_fields = [k for k in config.run_fields()
                   if reads is None or k in ('exp', 'quick', *reads)]
-    diffs = [f'{k}: {stored.get(k)!r} there, {wanted[k]!r} now'
-             for k in run_fields if stored.get(k) != wanted[k]]
+    there = lambda k: stored[k] if k in stored else absent[k]
+    diffs = [f'{k}: ' + (f'{stored[k]!r} there' if k in stored else
+                         f'absent there (the default, {absent[k]!r})')
+             + f', {wanted[k]!r} now'
+             for k in run_fields if there(k) != wanted[k]]
     if diffs:
       raise ConfigError(
           f'--workdir: {workdir} holds a run with different settings ('
@@ -282,7 +297,7 @@ class RunDir:
                  owner_record(self.path, self.checkpoint_dir, config))
     if stored_config(self.path) is None:
       write_json(self.path / CONFIG_FILE, {
-          'config': config.to_json(),
+          'schema': SCHEMA_VERSION, 'config': config.to_json(),
           'command': ' '.join([os.path.basename(sys.executable)] + sys.argv),
           # Where the groups' checkpoints went, as given (src/analysis.py).
           'checkpoint_dir': os.fspath(self.checkpoint_dir),

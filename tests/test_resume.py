@@ -206,3 +206,22 @@ def test_checksum_is_the_same_on_the_host_and_on_the_devices():
   flipped = np.asarray(tree['w']).copy()
   flipped.view(np.uint32)[1, 2, 0] ^= 1
   assert checkpoint.checksum({**tree, 'w': jnp.asarray(flipped)}) != host
+
+
+def test_a_run_stored_before_a_field_existed_resumes(reference, tmp_path):
+  """The reference run as a version without `num_filler` would have stored
+  it: the same command resumes it (nothing to redo); another value of the
+  field is refused in one line."""
+  shutil.copytree(reference / 'run', tmp_path / 'run')
+  shutil.copytree(reference / 'ckpt', tmp_path / 'ckpt')
+  path = tmp_path / 'run/config.json'
+  meta = json.loads(path.read_text())
+  del meta['config']['num_filler'], meta['schema']
+  path.write_text(json.dumps(meta))
+  before = (tmp_path / 'run/results.csv').read_text()
+  proc = launch(tmp_path)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert (tmp_path / 'run/results.csv').read_text() == before
+  proc = launch(tmp_path, '--num_filler=4')
+  assert proc.returncode == 2
+  assert 'num_filler: absent there (the default, 8), 4 now' in proc.stderr

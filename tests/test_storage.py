@@ -135,20 +135,30 @@ def test_unreachable_bucket_exits_2_naming_the_flag(tmp_path, flag):
   assert not (ROOT / 'gs:').exists()
 
 
-def test_a_field_the_experiment_does_not_read_does_not_stop_a_resume(
+def test_a_field_added_since_a_run_was_stored_does_not_stop_its_resume(
     tmp_path):
-  """A run stored before a field existed (here: `bridge_length`, which
-  induction does not read) resumes; a difference in a field it reads is
-  refused."""
+  """A run stored before a field existed (here: `bridge_length`) resumes:
+  the missing field counts as the experiment's default; given another
+  value, or a field the run had changed, it is refused."""
   workdir, ckpt = storage.path(tmp_path / 'run'), storage.path(tmp_path / 'c')
   workdir.mkdir()
   stored = Config(exp='induction').to_json()
   del stored['bridge_length']
   (workdir / rundir.CONFIG_FILE).write_text(json.dumps({'config': stored}))
   reads = ('vocab', 'steps')
+  defaults = Config(exp='induction')
   rundir.check(workdir, ckpt, Config(exp='induction'), False, reads=reads)
-  with pytest.raises(ConfigError, match='bridge_length: None there'):
-    rundir.check(workdir, ckpt, Config(exp='induction'), False)
+  rundir.check(workdir, ckpt, Config(exp='induction'), False,
+               defaults=defaults)
+  with pytest.raises(ConfigError, match=r'bridge_length: absent there \(the '
+                     r'default, 200\), 100 now'):
+    rundir.check(workdir, ckpt, Config(exp='induction', bridge_length=100),
+                 False, defaults=defaults)
   with pytest.raises(ConfigError, match='vocab: 16 there, 8 now'):
     rundir.check(workdir, ckpt, Config(exp='induction', vocab=8), False,
                  reads=reads)
+  # A run stored by a newer layout is not read.
+  (workdir / rundir.CONFIG_FILE).write_text(json.dumps(
+      {'schema': rundir.SCHEMA_VERSION + 1, 'config': stored}))
+  with pytest.raises(ConfigError, match='newer version'):
+    rundir.check(workdir, ckpt, Config(exp='induction'), False)
