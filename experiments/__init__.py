@@ -1,6 +1,7 @@
-"""One module per `--exp`: what it measures, for the shared runner
-(`src/experiment.py` lists what a module supplies). A new experiment is one
-file here and its name in EXPERIMENTS.
+"""One module per `--exp`, each an `experiment.Experiment` (its EXPERIMENT):
+what it measures and claims; `src/experiment.py`'s runner does the rest. A
+new experiment is one file here and its name in EXPERIMENTS (or, from a
+test or a notebook, `register`).
 
 Imported lazily by name, so `run.py --help` and flag checks stay fast.
 """
@@ -18,27 +19,28 @@ EXPERIMENTS = ('distance', 'gating', 'attention', 'gradient', 'cost', 'heads',
 _REGISTERED = {}  # experiments registered at run time (tests, notebooks)
 
 
-def register(name: str, module) -> None:
-  """An experiment defined elsewhere than this folder (a test's)."""
+def register(experiment) -> None:
+  """An experiment defined elsewhere than this folder (a test's), by its
+  name."""
   global EXPERIMENTS
-  _REGISTERED[name] = module
-  EXPERIMENTS = tuple(dict.fromkeys(EXPERIMENTS + (name,)))
+  _REGISTERED[experiment.name] = experiment
+  EXPERIMENTS = tuple(dict.fromkeys(EXPERIMENTS + (experiment.name,)))
 
 
 def load(name: str):
+  """The experiment `--exp=NAME` runs."""
   if name not in EXPERIMENTS:
     raise KeyError(name)
   if name in _REGISTERED:
     return _REGISTERED[name]
-  return importlib.import_module(f'experiments.{name}')
+  return importlib.import_module(f'experiments.{name}').EXPERIMENT
 
 
 def fields(name: str) -> tuple[str, ...]:
-  """The config fields `--exp=NAME` reads (its FIELDS), in Config's order;
-  for an experiment made of parts (`all`), the union of its parts'."""
-  module = load(name)
-  wanted = set(getattr(module, 'FIELDS', ())) if hasattr(
-      module, 'PARTS') else set()
-  for part in getattr(module, 'PARTS', (name,)):
-    wanted |= set(load(part).FIELDS)
+  """The config fields `--exp=NAME` reads, in Config's order; for an
+  experiment made of parts (`all`), its own and the union of its parts'."""
+  experiment = load(name)
+  wanted = set(experiment.fields)
+  for part in experiment.parts:
+    wanted |= set(load(part).fields)
   return tuple(f.name for f in dataclasses.fields(Config) if f.name in wanted)

@@ -119,8 +119,8 @@ def section(name: str) -> tuple[str, str]:
   """(title, figure) of part `name` in REPORT.md: its own title, else its
   experiment's SECTION, and its experiment's FIGURE."""
   _, exp, _, _, title = next(r for r in RUNS if r[0] == name)
-  module = experiments.load(exp)
-  return title or module.SECTION, module.FIGURE
+  part = experiments.load(exp)
+  return title or part.section, part.figure_file
 
 
 def names() -> tuple[str, ...]:
@@ -172,8 +172,8 @@ PASSED = ('quick', 'compilation_cache_dir', 'cpu_devices',
 
 def passthrough(part: str, flags) -> list[str]:
   """The flags the user gave that part `part` reads, as its command line."""
-  module = experiments.load(part)
-  names = tuple(n for n in config_lib.flag_fields() if n in module.FIELDS)
+  reads = experiments.load(part).fields
+  names = tuple(n for n in config_lib.flag_fields() if n in reads)
   out = []
   for name in names + PASSED:
     if name in flags.present:
@@ -351,3 +351,22 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
                             ['experiment', 'verdict', 'claim']))
   print(f'\nReport: {run_dir.path / "REPORT.md"}')
   return summary
+
+
+class All(experiment.Composite):
+  """The whole lesson: every part, then REPORT.md."""
+  name = 'all'
+  defaults, quick, fields, columns, parts = (DEFAULTS, QUICK, FIELDS, COLUMNS,
+                                             PARTS)
+
+  def run(self, config, run_dir, *, stop=None, flags=None) -> dict:
+    return run(config, run_dir, stop=stop, flags=flags)
+
+  def part_fields(self, config) -> dict:
+    return part_fields(config)
+
+  def part_names(self) -> tuple[str, ...]:
+    return names()
+
+
+EXPERIMENT = All()

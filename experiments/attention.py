@@ -484,3 +484,47 @@ def plot_lengths(config, summary, path, writer=None):
   ax.set_ylim(0, 1.02)
   ax.legend(fontsize=8)
   record.save_figure(fig, path, writer, 'figures/attention_lengths')
+
+
+class Attention(experiment.Experiment):
+  """The searchlight: where the last position's query looks."""
+  name, section, figure_file = 'attention', SECTION, FIGURE
+  defaults, quick, fields, columns, tags = DEFAULTS, QUICK, FIELDS, COLUMNS, TAGS
+  final_test, keeps = False, True
+  accepts = staticmethod(accepts)
+
+  def groups(self, config):
+    return groups(config)
+
+  def measure(self, group, ensemble, params, config):
+    return measure(group, ensemble, params, config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def on_chunk(self, group, config, step, probe, writer):
+    return on_chunk(group, config, step, probe, writer)
+
+  def final_scalars(self, group, config, final):
+    return final_scalars(group, config, final)
+
+  def keep(self, group, ensemble, params, config):
+    return keep(group, ensemble, params, config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    figure(config, summary, rows, data.kept, folder, writer)
+
+
+EXPERIMENT = Attention()

@@ -26,6 +26,7 @@ import dataclasses
 
 import numpy as np
 
+from src import experiment
 from src import claims as claims_lib
 from src import memory
 from src import models as models_lib
@@ -149,3 +150,34 @@ def plot(config, summary, path, writer=None):
   fig.suptitle('Wall or budget: seeds that solve each length after each '
                'training budget', fontsize=10)
   record.save_figure(fig, path, writer, 'figures/budget')
+
+
+class Budget(experiment.Experiment):
+  """Wall or budget: a limit more training does not move."""
+  name, section, figure_file = 'budget', SECTION, FIGURE
+
+  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+
+  def groups(self, config):
+    return groups(config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows, data.curves)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    plot(config, summary, folder / FIGURE, writer)
+
+
+EXPERIMENT = Budget()

@@ -463,3 +463,39 @@ def plot(config, summary, rows, path, writer=None):
                f'd_model {config.d_model}; slopes fitted over L >= '
                f'{summary["fit_lengths"][0]}', fontsize=10)
   record.save_figure(fig, path, writer, 'figures/cost')
+
+
+class Cost(experiment.Cells):
+  """Everything at once, at an N x N price: FLOPs, depth and wall time."""
+  name, section, figure_file = 'cost', SECTION, FIGURE
+  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+
+  def cells(self, config):
+    return cells(config)
+
+  def measure_cell(self, cell, config, context):
+    return measure_cell(cell, config, context)
+
+  def cell_line(self, cell, rows):
+    return line(cell, rows)
+
+  def after_work(self, config):
+    return after_work(config)
+
+  def after(self, config, rows, context, progress):
+    return after(config, rows, context, progress)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    figure(config, summary, rows, data.context, folder, writer)
+
+  def estimate_bytes(self, config):
+    return estimate_bytes(config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows, data.context)
+
+
+EXPERIMENT = Cost()

@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from src import experiment
 from src import memory
 from src import models as models_lib
 from src import record
@@ -162,3 +163,34 @@ def print_table(config, summary):
     print(f'Training wall time {summary["wall_s"]:.0f}s, of which waiting '
           f'for compiles {summary["compile_s"]:.0f}s '
           f'({100 * summary["compile_share"]:.0f}%)')
+
+
+class Distance(experiment.Experiment):
+  """How far back each model reaches for the first symbol."""
+  name, section, figure_file = 'distance', SECTION, FIGURE
+
+  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+
+  def groups(self, config):
+    return groups(config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows, data.curves)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    plot(config, summary, folder / FIGURE, writer)
+
+
+EXPERIMENT = Distance()

@@ -29,6 +29,7 @@ import dataclasses
 
 import numpy as np
 
+from src import experiment
 from src import claims as claims_lib
 from src import memory
 from src import models as models_lib
@@ -201,3 +202,34 @@ def plot(config, summary, path, writer=None):
                f'(bar) after {", ".join(map(str, budgets))} steps (labels '
                f'under each column); {config.seeds} seeds', fontsize=9)
   record.save_figure(fig, path, writer, 'figures/gating')
+
+
+class Gating(experiment.Experiment):
+  """Gating at its best: per initialisation, rate and budget."""
+  name, section, figure_file = 'gating', SECTION, FIGURE
+
+  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+
+  def groups(self, config):
+    return groups(config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows, data.curves)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    plot(config, summary, folder / FIGURE, writer)
+
+
+EXPERIMENT = Gating()

@@ -524,3 +524,46 @@ def across_lengths(config, summary, rows, axes):
     ax.set_xlabel('sequence length L (steps from position 0 to the output)')
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3, which='both')
+
+
+class Gradient(experiment.Experiment):
+  """The direct bridge: the signal from the output back to position 0."""
+  name, section, figure_file = 'gradient', SECTION, FIGURE
+  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  tables, tags, final_test = TABLES, TAGS, False
+
+  def groups(self, config):
+    return groups(config)
+
+  def measure(self, group, ensemble, params, config):
+    return measure(group, ensemble, params, config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def on_chunk(self, group, config, step, probe, writer):
+    return on_chunk(group, config, step, probe, writer)
+
+  def final_scalars(self, group, config, final):
+    return final_scalars(group, config, final)
+
+  def estimate_bytes(self, config):
+    return estimate_bytes(config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows, data.tables)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    figure(config, summary, rows, data.kept, folder, writer, data.tables)
+
+
+EXPERIMENT = Gradient()

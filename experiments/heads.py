@@ -295,3 +295,44 @@ def plot(config, rows, maps, path, writer=None):
   fig.suptitle(f'Heads (L={config.lengths[0]}, d_model {config.d_model}): '
                'last query weights per head', fontsize=10)
   record.save_figure(fig, path, writer, 'figures/heads')
+
+
+class Heads(experiment.Experiment):
+  """Many looks: do heads specialise without being told?"""
+  name, section, figure_file = 'heads', SECTION, FIGURE
+  defaults, quick, fields, columns, tags = DEFAULTS, QUICK, FIELDS, COLUMNS, TAGS
+  one_length, final_test, keeps = ONE_LENGTH, False, True
+  accepts = staticmethod(accepts)
+
+  def groups(self, config):
+    return groups(config)
+
+  def measure(self, group, ensemble, params, config):
+    return measure(group, ensemble, params, config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def on_chunk(self, group, config, step, probe, writer):
+    return on_chunk(group, config, step, probe, writer)
+
+  def keep(self, group, ensemble, params, config):
+    return keep(group, ensemble, params, config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    figure(config, summary, rows, data.kept, folder, writer)
+
+
+EXPERIMENT = Heads()

@@ -422,3 +422,44 @@ def plot(config, summary, examples, path, writer=None):
               'after the earlier trigger)')
   fig.suptitle(title, fontsize=9)
   record.save_figure(fig, path, writer, 'figures/induction')
+
+
+class Induction(experiment.Experiment):
+  """Stacked looks: can two layers fetch what follows a token?"""
+  name, section, figure_file = 'induction', SECTION, FIGURE
+  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  tables, tags, one_length, final_test, keeps = (TABLES, TAGS, ONE_LENGTH,
+                                                 False, True)
+
+  def groups(self, config):
+    return groups(config)
+
+  def measure(self, group, ensemble, params, config):
+    return measure(group, ensemble, params, config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def on_chunk(self, group, config, step, probe, writer):
+    return on_chunk(group, config, step, probe, writer)
+
+  def keep(self, group, ensemble, params, config):
+    return keep(group, ensemble, params, config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows, data.tables, data.curves)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    figure(config, summary, rows, data.kept, folder, writer)
+
+
+EXPERIMENT = Induction()

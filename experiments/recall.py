@@ -437,3 +437,37 @@ def plot(config, summary, path, writer=None):
                'Figure 2)', fontsize=9)
   fig.subplots_adjust(wspace=0.55, top=0.84, bottom=0.17)
   record.save_figure(fig, path, writer, 'figures/recall')
+
+
+class Recall(experiment.Experiment):
+  """The summary that fills up: multi-query associative recall."""
+  name, section, figure_file = 'recall', SECTION, FIGURE
+  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  accepts = staticmethod(accepts)
+
+  def groups(self, config):
+    return groups(config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def estimate_bytes(self, config):
+    return estimate_bytes(config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows, data.curves)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    figure(config, summary, rows, data.kept, folder, writer)
+
+
+EXPERIMENT = Recall()

@@ -580,3 +580,40 @@ def plot(config, summary, xor, path, writer=None):
   fig.suptitle(f'Routing and the dense block (L={config.lengths[0]}, '
                f'd_model {config.d_model}, {config.steps} steps)', fontsize=10)
   record.save_figure(fig, path, writer, 'figures/routing')
+
+
+class Routing(experiment.Experiment):
+  """Routing against transforming: attention alone, and the dense block."""
+  name, section, figure_file = 'routing', SECTION, FIGURE
+  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  tables, one_length, final_test, keeps = TABLES, ONE_LENGTH, False, True
+
+  def groups(self, config):
+    return groups(config)
+
+  def measure(self, group, ensemble, params, config):
+    return measure(group, ensemble, params, config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def keep(self, group, ensemble, params, config):
+    return keep(group, ensemble, params, config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows, data.tables, data.curves)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    figure(config, summary, rows, data.kept, folder, writer)
+
+
+EXPERIMENT = Routing()

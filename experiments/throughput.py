@@ -206,3 +206,39 @@ def plot(config, rows, matmul, path, writer=None):
                f'seeds x batch {config.batch_size}, d_model {config.d_model}',
                fontsize=10)
   record.save_figure(fig, path, writer, 'figures/throughput')
+
+
+class Throughput(experiment.Cells):
+  """Training throughput: sequences per second, per model and length."""
+  name, section, figure_file = 'throughput', SECTION, FIGURE
+  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+
+  def cells(self, config):
+    return cells(config)
+
+  def measure_cell(self, cell, config, context):
+    return measure_cell(cell, config, context)
+
+  def cell_line(self, cell, rows):
+    return line(cell, rows)
+
+  def after_work(self, config):
+    return after_work(config)
+
+  def after(self, config, rows, context, progress):
+    return after(config, rows, context, progress)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    figure(config, summary, rows, data.context, folder, writer)
+
+  def context(self, config):
+    return context(config)
+
+  def summarize(self, config, rows, data):
+    return summarize(config, rows, data.context)
+
+
+EXPERIMENT = Throughput()

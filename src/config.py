@@ -121,7 +121,8 @@ class Config:
   parts: tuple[str, ...] = _field(
       (), 'the parts --exp=all runs and reports (default: every one)',
       'a comma list of the parts of --exp=all',
-      lambda flag, text, context: _choice_list(flag, text, _part_names()))
+      lambda flag, text, context: _choice_list(
+          flag, text, context.get('parts') or _list(flag, text)))
   eval_examples: int = _field(2048, 'fresh test strings per seed', _COUNT,
                               _count)
   chunk_steps: int = _field(100, 'steps per compiled scan chunk (log points)',
@@ -170,11 +171,6 @@ def flag_syntax(name: str) -> str:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Config)}
-
-
-def _part_names() -> tuple[str, ...]:
-  from experiments import all as all_lib  # deferred: it imports this module
-  return all_lib.names()
 
 
 # -- parsing ------------------------------------------------------------------
@@ -272,12 +268,14 @@ def _choice_list(flag, text, choices):
 
 
 def parse(defaults: Config, raw: dict, *, models=None,
-          min_length=tasks_lib.MIN_LENGTH, one_length: bool = False) -> Config:
+          min_length=tasks_lib.MIN_LENGTH, one_length: bool = False,
+          parts=None) -> Config:
   """Overrides `defaults` with the flags given as text (None: not given).
   `models`: the names `--models` accepts (default: every registered one);
-  `one_length`: the experiment summarises a single length."""
+  `one_length`: the experiment summarises a single length; `parts`: the
+  names `--parts` accepts (an experiment made of parts)."""
   context = {'models': models_lib.names() if models is None else models,
-             'min_length': min_length}
+             'min_length': min_length, 'parts': parts}
   updates = {name: _FIELDS[name].metadata['parse'](name, text, context)
              for name, text in raw.items() if text is not None}
   if 'learning_rate' in updates and 'learning_rates' in updates:

@@ -1,60 +1,31 @@
 """The runner every experiment shares: an experiment says what it measures,
 the runner does the rest.
 
-An experiment (`experiments/<name>.py`) is a module that supplies
-
-  DEFAULTS, QUICK     its Config and the CPU-fast variant (--quick)
-  FIELDS, accepts     the config fields it reads; the models it takes
-  SECTION, FIGURE     where it stands in REPORT.md, and its figure's file
-  COLUMNS             results.csv's columns
-  groups(config)      the groups to train (`group(...)`, below)
-  rows(group, final, config, timing)   results.csv rows of a measured group
-  summarize(config, rows)              aggregates and claims: summary.json
-  figure(config, summary, rows, extra, folder, writer)   its figures
-      (extra: what `keep` kept per group name, or a cells experiment's
-      context; both functions get, as keywords, what else of the runner's
-      they name: `tables` (TABLES' rows), `curves` (curves.csv's rows),
-      `learning_rates`, and for summarize `kept` or `context`)
-
-and, where it needs them,
-
-  measure(group, ensemble, params, config)  per-seed measurements of a
-      trained group (default: loss and accuracy on fresh test strings);
-      'accuracy' (per seed, or per seed and class) is its test accuracy
-  on_chunk(group, config, step, probe, writer)  after every chunk, with the
-      probe's per-seed values; returns {tag: per-seed values} to log
-  final_scalars(group, config, final)  {tag: per-seed values} to log at the
-      end ({tag: (step, values)} for another step)
-  keep(group, ensemble, params, config)  what `figure` needs of a group,
-      taken from its final checkpoint when it finished in an earlier run
-  line(group, final, config, timing)    its progress line
-  print_table(config, summary)          the table printed at the end
-  TABLES              more CSV files {name: columns}; `rows` then returns
-                      {file name: rows}, results.csv written last
-  TAGS                {tag regex: (display name, description)} of the
-                      TensorBoard scalars on_chunk and final_scalars log
-  ONE_LENGTH, estimate_bytes
-
-or, for a measurement that trains nothing (cost, throughput), `cells(config)`
-and `measure_cell(cell, config, context)` in place of groups, measure and
-rows, with `context(config)` made once before the cells and `after(config,
-rows, context, progress)` once after them (`after_work(config)`: its share
-of the ETA).
+An experiment (`experiments/<name>.py`) is an `Experiment` subclass (or a
+`Cells` one, for a measurement that trains nothing: cost, throughput), its
+instance the module's EXPERIMENT. It says its name and REPORT.md section,
+its config (defaults, the CPU-fast variant, the fields it reads), its groups
+(`group(...)`, below), what it measures of a trained group, its rows and its
+claims; the methods the base class gives (measure, on_chunk, rows, ...) are
+its defaults. The runner calls only those methods, so a reader can follow
+every call from `run` into the experiment.
 
 The runner, in one place and in this order: skips what is finished (a group
 whose rows are in results.csv is never redone), builds each ensemble from
 the group's recipe (the one `analysis.load_seed` rebuilds from), trains
 (`sweep.Sweep`: checkpoints, TensorBoard, curves.csv), measures and times,
-drops the padding seeds, logs per-seed values and seed means, closes the
-group's TensorBoard metrics before its rows (a group with rows is never
-redone, so its metrics must be there first), writes the rows, shows
-progress, then summarizes, publishes (summary.json, the figures, the config
-in TensorBoard), and prints the table and the claims.
+writes every probe value into one long table (measurements.csv: the probe at
+step 0 where the experiment asks, every chunk, the end), drops the padding
+seeds, logs per-seed values and seed means, closes the group's TensorBoard
+metrics before its rows (a group with rows is never redone, so its metrics
+must be there first), writes the rows, shows progress, then summarizes,
+publishes (summary.json, the figures, the config in TensorBoard), and
+prints the table and the claims.
 """
 
+import abc
 import concurrent.futures
 import dataclasses
-import inspect
 import time
 from typing import Callable
 
@@ -68,6 +39,8 @@ from src import rundir
 from src import sweep
 from src import tasks as tasks_lib
 from src import train as train_lib
+from src import config as config_lib
+from src.config import Config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,14 +142,12 @@ def recipe(group: Group, config) -> dict:
           'learning_rates': list(config.rates)}
 
 
-def recipes(module, config) -> dict:
-  """{group name: recipe} of every group experiment `module` trains ({}
-  for one that trains none): what each group's checkpoints must have been
-  built from to be restored (`rundir.check_recipe`)."""
-  if not hasattr(module, 'groups') or hasattr(module, 'cells'):
-    return {}
-  return {g.name: recipe(g, config)
-          for g in (with_settings(g, config) for g in module.groups(config))}
+def recipes(experiment, config) -> dict:
+  """{group name: recipe} of every group `experiment` trains ({} for one
+  that trains none): what each group's checkpoints must have been built
+  from to be restored (`rundir.check_recipe`)."""
+  return {g.name: recipe(g, config) for g in (
+      with_settings(g, config) for g in experiment.groups(config))}
 
 
 def build(group: Group, config, **kwargs) -> train_lib.Ensemble:
@@ -199,13 +170,188 @@ class Timing:
   diverged: np.ndarray  # per seed: a non-finite loss at some step
 
 
+# -- what an experiment is -------------------------------------------------------
+
+MEASUREMENT_COLUMNS = ['group', 'model', 'length', 'seed', 'learning_rate',
+                       'step', 'key', 'value']
+
+
+class Measurements:
+  """measurements.csv as an experiment's claims read it: every probe value,
+  per seed, at every step it was taken (step 0 included where asked), in
+  long form."""
+
+  def __init__(self, rows):
+    self.rows = list(rows)
+
+  def values(self, key: str, *, step: int, **match) -> list[float]:
+    """Per seed (in seed order), `key` at `step` in the rows matching
+    `match` (group=..., model=..., length=...)."""
+    by_seed = {int(r['seed']): float(r['value']) for r in self.rows
+               if r['key'] == key and int(r['step']) == step
+               and all(str(r[k]) == str(v) for k, v in match.items())}
+    return [by_seed[s] for s in sorted(by_seed)]
+
+  def steps(self, key: str, **match) -> list[int]:
+    return sorted({int(r['step']) for r in self.rows if r['key'] == key
+                   and all(str(r[k]) == str(v) for k, v in match.items())})
+
+
+@dataclasses.dataclass
+class Measured:
+  """What the runner hands an experiment's summarize and figure beside its
+  results.csv rows (each at the groups' selected rates)."""
+  curves: list = dataclasses.field(default_factory=list)  # curves.csv
+  tables: dict = dataclasses.field(default_factory=dict)  # its other CSVs
+  kept: dict = dataclasses.field(default_factory=dict)  # keep's, per group
+  context: dict = dataclasses.field(default_factory=dict)  # a Cells'
+  measurements: Measurements = dataclasses.field(
+      default_factory=lambda: Measurements([]))
+  learning_rates: dict = dataclasses.field(default_factory=dict)
+
+
+class Experiment(abc.ABC):
+  """One `--exp`: what it measures and claims. Required: `name`, `defaults`,
+  `quick`, `fields`, and `summarize`; the rest have defaults here: a group
+  per model and length on the memory task with `probe`, results.csv rows
+  of the final test per seed, no figure."""
+  name: str = ''
+  section: str = ''  # its REPORT.md section
+  figure_file: str = ''  # its figure, in the workdir
+  defaults: Config  # its config, and the CPU-fast variant (--quick)
+  quick: Config
+  fields: tuple[str, ...] = ()  # the config fields (flags) it reads
+  columns: list = ['model', 'length', 'seed', 'steps', 'accuracy', 'loss']
+  tables: dict = {}  # more CSV files {name: columns}; rows returns them
+  tags: dict = {}  # {tag regex: (display name, description)} it logs
+  one_length = False  # its summary is of one length
+  probe: Callable | None = None  # measured every chunk (and at the end)
+  probe_examples = 512
+  probe_at_start = False  # also before the first step (step 0)
+  final_test = True  # `measure` is the final test on fresh strings
+  keeps = False  # `keep` gives its figure something of each group
+  parts: tuple[str, ...] = ()  # a Composite's experiments
+
+  def accepts(self, spec) -> bool:
+    """Which registered models --models takes."""
+    return True
+
+  def groups(self, config) -> list:
+    # The class's function itself (a plain function or a staticmethod), not
+    # a method bound to the experiment.
+    probe = type(self).probe
+    return [group(m, L, task_params={'num_filler': config.num_filler},
+                  probe=probe, probe_examples=self.probe_examples)
+            for m in config.models for L in config.lengths]
+
+  def measure(self, group, ensemble, params, config) -> dict:
+    """Per-seed measurements of a trained group: 'accuracy' its test
+    accuracy (per seed, or per seed and class)."""
+    return ensemble.evaluate(params, num_examples=config.eval_examples)
+
+  def on_chunk(self, group, config, step, probe, writer) -> dict | None:
+    """After every chunk, the probe's per-seed values: {tag: per-seed
+    values} to log (default: the probe's scalars, as they are)."""
+    if probe is None:
+      return None
+    return {k: v for k, v in probe.items() if np.ndim(v) == 1}
+
+  def final_scalars(self, group, config, final) -> dict:
+    """{tag: per-seed values} to log at the end ({tag: (step, values)})."""
+    return {}
+
+  def rows(self, group, final, config, timing):
+    """results.csv rows (or {file: rows} with `tables`) of a measured
+    group: one per seed, its final test."""
+    return [dict(model=group.model, length=group.length, seed=s,
+                 steps=timing.steps, accuracy=final['accuracy'][s],
+                 loss=final['loss'][s]) for s in range(config.seeds)]
+
+  def line(self, group, final, config, timing) -> str:
+    acc = np.asarray(final['accuracy'], float).reshape(config.seeds, -1)
+    return (f'{group.name}: accuracy {acc.mean():.3f} (seeds '
+            + ' '.join(f'{a:.2f}' for a in acc.mean(1)) + f'), '
+            f'{timing.wall_s:.1f} s')
+
+  def keep(self, group, ensemble, params, config):
+    """What `figure` needs of a group (`keeps`), from its final state."""
+    return None
+
+  @abc.abstractmethod
+  def summarize(self, config, rows: list[dict], data: Measured) -> dict:
+    """Aggregates and claims (`claims.Claim`): summary.json."""
+
+  def figure(self, config, summary, rows, data: Measured, folder,
+             writer) -> None:
+    """Its figures, saved in `folder` and logged to `writer`."""
+
+  def print_table(self, config, summary) -> None:
+    """The table printed at the end."""
+
+  def planned_claims(self, config) -> list:
+    """Its claims on placeholder data of the run's shape: the power plan."""
+    return []
+
+  def estimate_bytes(self, config) -> int:
+    return config_lib.estimate_bytes(config)
+
+  def part_names(self) -> tuple[str, ...] | None:
+    """What --parts accepts (a Composite's parts); None: not read."""
+    return None
+
+
+class Cells(Experiment):
+  """A measurement that trains nothing (cost, throughput): cells, each
+  measured once, with a context made before them and `after` them."""
+  final_test = False
+
+  @abc.abstractmethod
+  def cells(self, config) -> list:
+    """The `Cell`s to measure."""
+
+  @abc.abstractmethod
+  def measure_cell(self, cell, config, context) -> list[dict]:
+    """results.csv rows of one cell."""
+
+  def context(self, config) -> dict:
+    return {}
+
+  def after(self, config, rows, context, progress) -> dict:
+    """More context, once every cell is measured."""
+    return {}
+
+  def after_work(self, config) -> float:
+    """`after`'s share of the ETA."""
+    return 0
+
+  def cell_line(self, cell, rows) -> str | None:
+    return None
+
+  def groups(self, config) -> list:
+    return []
+
+
+class Composite(Experiment):
+  """An experiment made of parts, each run as its own process
+  (`--exp=all`)."""
+
+  @abc.abstractmethod
+  def run(self, config, run_dir, *, stop=None, flags=None) -> dict:
+    """Runs every part and writes what they make together."""
+
+  def summarize(self, config, rows, data) -> dict:
+    return {}
+
+  def groups(self, config) -> list:
+    return []
+
+
 def power_plan(module, config) -> list[dict]:
   """The power of every claim the run will judge (`claims.plan`), from the
   experiment's claims built on placeholder data of the run's shape
   (`module.planned_claims(config)`): the same constructors as the real ones,
   so the plan cannot drift from the claims."""
-  planned = getattr(module, 'planned_claims', lambda config: [])(config)
-  return claims_lib.plan(planned)
+  return claims_lib.plan(module.planned_claims(config))
 
 
 def power_warning(module, config) -> str | None:
@@ -231,20 +377,21 @@ def power_warning(module, config) -> str | None:
 
 def run(module, config, run_dir, *, stop=None) -> dict:
   """Runs experiment `module` into `run_dir`; returns its summary."""
-  if hasattr(module, 'cells'):
+  if isinstance(module, Cells):
     return _run_cells(module, config, run_dir, stop)
   tables = {name: record.ResultsCsv(run_dir.path / name, with_rates(cols))
-            for name, cols in getattr(module, 'TABLES', {}).items()}
+            for name, cols in module.tables.items()}
   results = record.ResultsCsv(run_dir.path / 'results.csv',
-                              with_rates(module.COLUMNS))
+                              with_rates(module.columns))
+  measurements = record.ResultsCsv(run_dir.path / 'measurements.csv',
+                                   MEASUREMENT_COLUMNS)
   groups = [with_settings(g, config) for g in module.groups(config)]
   steps = max(max(g.budgets or (config.steps,)) for g in groups)
   sweeper = sweep.Sweep(
       run_dir, config, groups, stop=stop, steps=steps,
       step_work={g.name: g.work for g in groups},
-      final_examples=(None if hasattr(module, 'measure')
-                      else config.eval_examples),
-      tags=getattr(module, 'TAGS', None))
+      final_examples=config.eval_examples if module.final_test else None,
+      tags=module.tags)
   kept = {}
   todo = {g.name: [b for b in (g.budgets or (config.steps,)) if not
                    results.has(**g.key, **({'steps': b} if g.budgets
@@ -266,8 +413,8 @@ def run(module, config, run_dir, *, stop=None) -> dict:
           if after < len(queue):  # its programs compile while g trains
             ahead.prepare(queue[after], todo[queue[after].name])
         params = _train_and_record(module, config, g, ensemble, budget,
-                                   sweeper, results, tables)
-      if hasattr(module, 'keep'):
+                                   sweeper, results, tables, measurements)
+      if module.keeps:
         ensemble = ensemble or build(g, config)
         if params is None:
           params = _restore_params(ensemble, run_dir.checkpoint_dir / g.name,
@@ -282,16 +429,20 @@ def run(module, config, run_dir, *, stop=None) -> dict:
     ahead.close()
   rates = {g.name: selected_rate(g, results.rows) for g in groups}
   chosen = lambda rows: [r for r in rows if r.get('selected') != '0']
-  summary = finish(
-      module, config, run_dir, chosen(results.rows), kept=kept,
-      tables={k: chosen(t.rows) for k, t in tables.items()},
-      curves=[c for c in sweeper.curves.rows
-              if c.get('learning_rate', '') in ('', rates[c['group']])],
-      learning_rates=_rate_summary(config, groups, results.rows),
-      by_rate=verdicts_by_rate(
-          module, config, results.rows, curves=sweeper.curves.rows,
-          tables={k: t.rows for k, t in tables.items()}))
-  return summary
+  at_selected = lambda table: [
+      c for c in table if c.get('learning_rate', '') in ('', rates.get(
+          c['group']))]
+  data = Measured(curves=at_selected(sweeper.curves.rows),
+                  tables={k: chosen(t.rows) for k, t in tables.items()},
+                  kept=kept,
+                  measurements=Measurements(at_selected(measurements.rows)),
+                  learning_rates=_rate_summary(config, groups, results.rows))
+  everything = Measured(curves=sweeper.curves.rows,
+                        tables={k: t.rows for k, t in tables.items()},
+                        measurements=Measurements(measurements.rows))
+  return finish(module, config, run_dir, chosen(results.rows), data,
+                by_rate=verdicts_by_rate(module, config, results.rows,
+                                         everything))
 
 
 class _CompileAhead:
@@ -305,8 +456,7 @@ class _CompileAhead:
     self.config = config
     # The final test's strings, where the runner tests (and validates) with
     # `evaluate`; an experiment's own `measure` has programs of its own.
-    self.eval_examples = (None if hasattr(module, 'measure')
-                          else config.eval_examples)
+    self.eval_examples = config.eval_examples if module.final_test else None
     self._pool = concurrent.futures.ThreadPoolExecutor(
         1, thread_name_prefix='compile_ahead')
     self._built = {}
@@ -331,22 +481,22 @@ class _CompileAhead:
     self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def verdicts_by_rate(module, config, rows, **available) -> dict:
+def verdicts_by_rate(module, config, rows, data: Measured) -> dict:
   """With a grid of rates, {rate: [(claim, setting, verdict)]}: each claim
-  judged again on every rate's rows alone (its curves and tables too), Holm
-  within its family at that rate, as if the run had trained that rate only.
-  The summary's verdicts stay the selected rates'; these show whether one
-  depends on the rate. {} with one rate."""
+  judged again on every rate's rows alone (its curves, tables and
+  measurements too), Holm within its family at that rate, as if the run
+  had trained that rate only. The summary's verdicts stay the selected
+  rates'; these show whether one depends on the rate. {} with one rate."""
   if len(config.rates) < 2:
     return {}
   out = {}
   for rate in config.rates:
     at = lambda table: [r for r in table
                         if float(r.get('learning_rate') or 'nan') == rate]
-    mine = {k: ({n: at(t) for n, t in v.items()} if isinstance(v, dict)
-                else at(v)) for k, v in available.items()}
-    summary = module.summarize(config, at(rows),
-                               **asked(module.summarize, mine))
+    mine = Measured(curves=at(data.curves),
+                    tables={n: at(t) for n, t in data.tables.items()},
+                    measurements=Measurements(at(data.measurements.rows)))
+    summary = module.summarize(config, at(rows), mine)
     out[f'{rate:g}'] = [(c['claim'], claim_setting(c), c['verdict'])
                         for c in judged(summary.get('claims', []))]
   return out
@@ -444,31 +594,59 @@ def select_rate(validation_accuracy, num_seeds: int) -> int:
   return int(np.argmax(np.nan_to_num(acc, nan=-1.0).mean(axis=1)))
 
 
+def measurement_rows(g: Group, rates, step: int, values: dict) -> list[dict]:
+  """measurements.csv rows of per-member `values` ({key: member-stacked
+  array}, unpadded) at `step`: a scalar per seed is one row; a few values
+  per seed (classes, heads: at most 16) are `key/i`; larger ones stay the
+  experiment's."""
+  S = len(next(iter(values.values()))) // len(rates) if values else 0
+  out = []
+  for key, v in values.items():
+    v = np.asarray(v, float)
+    v = v.reshape(v.shape[0], -1)
+    if v.shape[1] > 16:
+      continue
+    names = [key] if v.shape[1] == 1 else [f'{key}/{i}'
+                                           for i in range(v.shape[1])]
+    out += [dict(group=g.name, model=g.model, length=g.length, seed=m % S,
+                 learning_rate=rates[m // S], step=step, key=name,
+                 value=v[m, i]) for m in range(v.shape[0])
+            for i, name in enumerate(names)]
+  return out
+
+
 def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
-                      tables):
+                      tables, measurements):
   """Trains `g` to `budget` (every rate of the grid), measures it, selects
-  its rate on validation strings, logs and writes its rows; returns its
-  final parameters."""
+  its rate on validation strings, logs and writes its rows and its
+  measurements; returns its final parameters."""
   S, rates = ensemble.num_seeds, ensemble.learning_rates
-  on_chunk = getattr(module, 'on_chunk', None)
+  mine = lambda r: r['group'] == g.name
+  if module.probe_at_start and g.probe is not None and not any(
+      mine(r) and r['step'] == '0' for r in measurements.rows):
+    at_start = ensemble.measure(
+        ensemble.init()['params'], g.probe, stream=tasks_lib.PROBE_STREAM,
+        num_examples=g.probe_examples)
+    measurements.append(measurement_rows(g, rates, 0, at_start))
 
   def log_chunk(step, metrics, writers, seed_writers):
-    if on_chunk is None:
-      return
     probe = (ensemble.unpad(metrics['probe']) if 'probe' in metrics
              else None)
+    if probe is not None:
+      # Rows a killed run wrote past its last checkpoint: not twice.
+      measurements.drop(lambda r: mine(r) and int(r['step']) >= step)
+      measurements.append(measurement_rows(g, rates, step, probe))
     for r in range(len(rates)):
       writer = writers[r] if writers else None
       _log_per_seed(writer, seed_writers[r] if writers else [],
-                    on_chunk(g, config, step, None if probe is None else
-                             ensemble.at_rate(probe, r), writer), step)
+                    module.on_chunk(g, config, step, None if probe is None
+                                    else ensemble.at_rate(probe, r), writer),
+                    step)
 
   trained = sweeper.train(g, ensemble, steps=budget, on_chunk=log_chunk)
   params = trained.state['params']
   start = time.perf_counter()
-  final = (module.measure(g, ensemble, params, config)
-           if hasattr(module, 'measure') else
-           ensemble.evaluate(params, num_examples=config.eval_examples))
+  final = module.measure(g, ensemble, params, config)
   validation = None
   if len(rates) > 1:  # fresh strings neither training nor the tests see
     validation = ensemble.evaluate(
@@ -479,14 +657,18 @@ def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
   diverged = ensemble.unpad(trained.state['diverged'])
   # The TensorBoard metrics first: a group with rows is never redone.
   for r in range(len(rates)):
-    if hasattr(module, 'final_scalars'):
-      for tag, values in module.final_scalars(
-          g, config, ensemble.at_rate(final, r)).items():
-        step, values = values if isinstance(values, tuple) else (budget,
-                                                                 values)
-        _log_per_seed(trained.writers[r] if trained.writers else None,
-                      trained.seed_writers[r] if trained.writers else [],
-                      {tag: values}, step)
+    for tag, values in module.final_scalars(
+        g, config, ensemble.at_rate(final, r)).items():
+      step, values = values if isinstance(values, tuple) else (budget,
+                                                               values)
+      _log_per_seed(trained.writers[r] if trained.writers else None,
+                    trained.seed_writers[r] if trained.writers else [],
+                    {tag: values}, step)
+  measurements.drop(lambda r: mine(r) and r['step'] == str(budget)
+                    and r['key'].startswith('final/'))
+  measurements.append(measurement_rows(g, rates, budget, {
+      f'final/{k}': v for k, v in final.items()
+      if np.ndim(v) >= 1 and len(v) == S * len(rates)}))
   accuracy = np.asarray(final['accuracy'], float)
   trained.close(budget, accuracy.reshape(len(accuracy), -1).mean(axis=1),
                 selected)
@@ -511,13 +693,12 @@ def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
     table.drop(lambda r: all(r[k] == str(v) for k, v in g.key.items()))
     table.append(out.get(name, []))
   results.append(out['results.csv'])
-  if hasattr(module, 'line'):
-    sweeper.progress.say(module.line(
-        g, ensemble.at_rate(final, selected), config,
-        Timing(budget, wall_s, ensemble.compile_s, ensemble.num_params,
-               ensemble.at_rate(diverged, selected)))
-        + (f' (lr {rates[selected]:g} of {len(rates)})'
-           if len(rates) > 1 else ''))
+  sweeper.progress.say(module.line(
+      g, ensemble.at_rate(final, selected), config,
+      Timing(budget, wall_s, ensemble.compile_s, ensemble.num_params,
+             ensemble.at_rate(diverged, selected)))
+      + (f' (lr {rates[selected]:g} of {len(rates)})'
+         if len(rates) > 1 else ''))
   return ensemble.rate_first(params, selected)
 
 
@@ -555,57 +736,46 @@ class Cell:
 
 
 def _run_cells(module, config, run_dir, stop) -> dict:
-  results = record.ResultsCsv(run_dir.path / 'results.csv', module.COLUMNS)
-  context = module.context(config) if hasattr(module, 'context') else {}
+  results = record.ResultsCsv(run_dir.path / 'results.csv', module.columns)
+  context = module.context(config)
   cells = module.cells(config)
-  after_work = (module.after_work(config) if hasattr(module, 'after_work')
-                else 0)
-  progress = record.Progress(sum(c.work for c in cells) + after_work)
+  progress = record.Progress(sum(c.work for c in cells)
+                             + module.after_work(config))
   for cell in cells:
     if stop is not None and stop.requested:
       raise checkpoint_lib.Preempted(stop.signum, cell.name)
     if not results.has(**cell.key):
       rows = module.measure_cell(cell, config, context)
       results.append(rows)
-      if hasattr(module, 'line'):
-        progress.say(module.line(cell, rows))
+      line = module.cell_line(cell, rows)
+      if line:
+        progress.say(line)
     progress.update(cell.work, cell.name)
-  if hasattr(module, 'after'):
-    context = {**context, **module.after(config, results.rows, context,
-                                         progress)}
-  return finish(module, config, run_dir, results.rows, context=context)
+  context = {**context, **module.after(config, results.rows, context,
+                                       progress)}
+  return finish(module, config, run_dir, results.rows,
+                Measured(context=context))
 
 
-def asked(fn, available: dict) -> dict:
-  """The entries of `available` that `fn` names as parameters: what an
-  experiment's summarize or figure asks of the runner."""
-  names = inspect.signature(fn).parameters
-  return {k: v for k, v in available.items() if k in names}
-
-
-def finish(module, config, run_dir, rows: list[dict], **available) -> dict:
+def finish(module, config, run_dir, rows: list[dict], data: Measured, *,
+           by_rate=None) -> dict:
   """Summary (with the training time the rows record), summary.json, the
   figures and the config in TensorBoard, the table and the claims."""
-  summary = module.summarize(config, rows, **asked(module.summarize,
-                                                   available))
-  if 'learning_rates' in available:
-    summary['learning_rates'] = available['learning_rates']
+  summary = module.summarize(config, rows, data)
+  if data.learning_rates:
+    summary['learning_rates'] = data.learning_rates
   if 'claims' in summary:  # typed claims: each kind's test, Holm by family
-    summary['claims'] = with_rate_verdicts(
-        judged(summary['claims']), available.get('by_rate', {}))
+    summary['claims'] = with_rate_verdicts(judged(summary['claims']),
+                                           by_rate or {})
     if config.decoys:  # judged on the task variant: claims of their own
       for c in summary['claims']:
         c['decoys'] = config.decoys
-  if 'wall_s' in module.COLUMNS and not hasattr(module, 'cells'):
+  if 'wall_s' in module.columns and not isinstance(module, Cells):
     summary.update(training_time(module, config, rows))
-  extra = available.get('kept', available.get('context', {}))
-  more = asked(module.figure, {k: v for k, v in available.items()
-                               if k not in ('kept', 'context')})
   record.publish(run_dir, config, summary, lambda writer: module.figure(
-      config, summary, rows, extra, run_dir.path, writer, **more),
-                 fields=module.FIELDS)
-  if hasattr(module, 'print_table'):
-    module.print_table(config, summary)
+      config, summary, rows, data, run_dir.path, writer),
+                 fields=module.fields)
+  module.print_table(config, summary)
   print_claims(summary)
   return summary
 
@@ -621,7 +791,7 @@ def training_time(module, config, rows) -> dict:
         walls[key] = (float(r['wall_s']), float(r.get('compile_s') or 0.0))
   wall = sum(w for w, _ in walls.values())
   out = {'wall_s': wall}
-  if 'compile_s' in module.COLUMNS:
+  if 'compile_s' in module.columns:
     compile_s = sum(c for _, c in walls.values())
     out.update(compile_s=compile_s,
                compile_share=compile_s / wall if wall else None)

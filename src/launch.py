@@ -55,18 +55,18 @@ def fail(message: str) -> None:
   sys.exit(2)
 
 
-def defaults(module, quick: bool) -> config_lib.Config:
-  return dataclasses.replace(module.QUICK if quick else module.DEFAULTS,
-                             quick=quick)
+def defaults(experiment, quick: bool) -> config_lib.Config:
+  return dataclasses.replace(experiment.quick if quick else
+                             experiment.defaults, quick=quick)
 
 
-def parse_for(module, raw: dict, quick: bool) -> config_lib.Config:
-  """`module`'s config with the field flags it reads from `raw`."""
+def parse_for(experiment, raw: dict, quick: bool) -> config_lib.Config:
+  """`experiment`'s config with the field flags it reads from `raw`."""
   return config_lib.parse(
-      defaults(module, quick), {k: v for k, v in raw.items()
-                                if k in module.FIELDS},
-      models=models_lib.names(module.accepts),
-      one_length=getattr(module, 'ONE_LENGTH', False))
+      defaults(experiment, quick), {k: v for k, v in raw.items()
+                                    if k in experiment.fields},
+      models=models_lib.names(experiment.accepts),
+      one_length=experiment.one_length)
 
 
 def resolve(flags: Flags, experiments, argv, *,
@@ -89,19 +89,19 @@ def resolve(flags: Flags, experiments, argv, *,
   config = config_lib.parse(
       defaults(experiment, flags.quick), flags.fields,
       models=models_lib.names(experiment.accepts),
-      one_length=getattr(experiment, 'ONE_LENGTH', False))
+      one_length=experiment.one_length,
+      parts=experiment.part_names())
   # --exp=all: every part's config as its own process will parse it, its
   # own flags first, the user's on top.
-  parts = {name: parse_for(experiments.load(exp), {**own, **flags.fields},
-                           flags.quick)
-           for name, (exp, own) in (experiment.part_fields(config).items()
-                                    if hasattr(experiment, 'part_fields')
-                                    else ())}
+  from src import experiment as runner  # deferred: it imports jax
+  parts = ({name: parse_for(experiments.load(exp), {**own, **flags.fields},
+                            flags.quick)
+            for name, (exp, own) in experiment.part_fields(config).items()}
+           if isinstance(experiment, runner.Composite) else {})
   workdir = storage.path(flags.workdir or f'runs/{flags.exp}')
   checkpoint_dir = (storage.path(flags.checkpoint_dir) if flags.checkpoint_dir
                     else rundir.default_checkpoint_dir(workdir))
   if check_paths:
-    from src import experiment as runner  # deferred: it imports jax
     rundir.check(workdir, checkpoint_dir, config, flags.overwrite,
                  reads=experiments.fields(flags.exp),
                  recipes=runner.recipes(experiment, config),
@@ -159,7 +159,7 @@ def print_config(plan: Plan, flags: Flags, experiments) -> None:
     base = defaults(module, config.quick)
     rows = [['quick', str(config.quick), flags.sources.get('quick',
                                                            'default')]]
-    for field in module.FIELDS:
+    for field in module.fields:
       value = getattr(config, field)
       text = ','.join(map(str, value)) if isinstance(value, tuple) else str(
           value)
@@ -167,8 +167,8 @@ def print_config(plan: Plan, flags: Flags, experiments) -> None:
         origin = flags.sources.get(field, 'flag')
       elif value != getattr(base, field):
         origin = 'the part\'s own (experiments/all.py)'
-      elif config.quick and getattr(module.QUICK, field) != getattr(
-          module.DEFAULTS, field):
+      elif config.quick and getattr(module.quick, field) != getattr(
+          module.defaults, field):
         origin = 'quick'
       else:
         origin = 'default'
@@ -179,7 +179,7 @@ def print_config(plan: Plan, flags: Flags, experiments) -> None:
     width = max(len(r[1]) for r in rows)
     for field, text, origin in rows:
       print(f'  {field:<17s} {text:<{width}s}  {origin}')
-    unread = [f for f in experiments.fields('all') if f not in module.FIELDS]
+    unread = [f for f in experiments.fields('all') if f not in module.fields]
     if unread and not plan.parts:
       print(f'  not read by --exp={name} (refused if given): '
             f'{", ".join(unread)}')
@@ -194,8 +194,7 @@ def check_only(plan: Plan, flags: Flags) -> None:
       import jax  # the memory check asks the backend
       if plan.num_cpu_devices is not None:
         jax.config.update('jax_num_cpu_devices', plan.num_cpu_devices)
-      config_lib.check_memory(plan.config, getattr(
-          plan.experiment, 'estimate_bytes', config_lib.estimate_bytes))
+      config_lib.check_memory(plan.config, plan.experiment.estimate_bytes)
   except config_lib.ConfigError as e:
     fail(str(e))
   print(f'--exp={flags.exp}: the flags are valid; nothing was written')
@@ -240,12 +239,12 @@ def run(plan: Plan, flags: Flags) -> None:
   """Starts the backend (and jax.distributed) and runs the experiment: its
   own `run` (--exp=all, whose parts run as processes of their own), else
   the shared runner."""
-  if hasattr(plan.experiment, 'run'):
+  from src import experiment
+  if isinstance(plan.experiment, experiment.Composite):
     return run_parent(plan, flags)
   import jax
   from src import checkpoint as checkpoint_lib
   from src import distributed
-  from src import experiment
   if plan.num_cpu_devices is not None:
     jax.config.update('jax_num_cpu_devices', plan.num_cpu_devices)
   distributed.initialize(coordinator_address=flags.coordinator_address,
@@ -254,8 +253,7 @@ def run(plan: Plan, flags: Flags) -> None:
   if flags.compilation_cache_dir:
     use_compilation_cache(storage.absolute(flags.compilation_cache_dir))
   try:
-    config_lib.check_memory(plan.config, getattr(
-        plan.experiment, 'estimate_bytes', config_lib.estimate_bytes))
+    config_lib.check_memory(plan.config, plan.experiment.estimate_bytes)
   except config_lib.ConfigError as e:
     fail(str(e))
   devices = jax.devices()

@@ -10,56 +10,50 @@ from tests.helpers import ROOT, assert_figure, read_csv, scalars, run_script
 # the last query puts on position 0, and claims it exceeds a half in every
 # seed. Everything else is the runner's.
 TOY = '''
-import dataclasses
 import numpy as np
-from src import claims, experiment, probes, record, stats
+from src import claims, experiment, probes, record
 from src.claims import Claim
 from src.config import Config
 
-DEFAULTS = Config(exp='toy', models=('attention',), lengths=(3, 6), seeds=2,
-                  steps=30, batch_size=16, chunk_steps=10,
-                  checkpoint_every=10, eval_examples=64)
-QUICK = DEFAULTS
-FIELDS = ('lengths', 'seeds', 'steps')
-accepts = lambda spec: spec.has_attention
-SECTION, FIGURE = '9. A toy', 'toy.png'
-COLUMNS = ['model', 'length', 'seed', 'pos0_mass', 'accuracy']
+
+class Toy(experiment.Experiment):
+  name, section, figure_file = 'toy', '9. A toy', 'toy.png'
+  defaults = quick = Config(exp='toy', models=('attention',), lengths=(3, 6),
+                            seeds=2, steps=30, batch_size=16, chunk_steps=10,
+                            checkpoint_every=10, eval_examples=64)
+  fields = ('lengths', 'seeds', 'steps')
+  columns = ['model', 'length', 'seed', 'pos0_mass', 'accuracy']
+  probe, probe_examples, final_test = probes.searchlight, 32, False
+
+  def accepts(self, spec):
+    return spec.has_attention
+
+  def on_chunk(self, group, config, step, probe, writer):
+    return {'toy/pos0_mass': probe['pos0_mass'].mean(axis=1)}
+
+  def measure(self, group, ensemble, params, config):
+    return ensemble.measure(params, probes.searchlight, num_examples=64)
+
+  def rows(self, group, final, config, timing):
+    return [dict(model=group.model, length=group.length, seed=s,
+                 pos0_mass=final['pos0_mass'][s].mean(),
+                 accuracy=final['accuracy'][s].mean())
+            for s in range(config.seeds)]
+
+  def summarize(self, config, rows, data):
+    return {'claims': [Claim(
+        'The beam finds position 0.', claims.THRESHOLD, 'beam',
+        dict(values=[float(r['pos0_mass']) for r in rows], threshold=0.5),
+        note='each seed: over half its weight there')]}
+
+  def figure(self, config, summary, rows, data, folder, writer):
+    plt = record.pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([float(r['pos0_mass']) for r in rows], 'o')
+    record.save_figure(fig, folder / self.figure_file, writer, 'figures/toy')
 
 
-def groups(config):
-  return [experiment.group('attention', L, probe=probes.searchlight,
-                           probe_examples=32,
-                           task_params={'num_filler': config.num_filler})
-          for L in config.lengths]
-
-
-def on_chunk(group, config, step, probe, writer):
-  return {'toy/pos0_mass': probe['pos0_mass'].mean(axis=1)}
-
-
-def measure(group, ensemble, params, config):
-  return ensemble.measure(params, probes.searchlight, num_examples=64)
-
-
-def rows(group, final, config, timing):
-  return [dict(model=group.model, length=group.length, seed=s,
-               pos0_mass=final['pos0_mass'][s].mean(),
-               accuracy=final['accuracy'][s].mean())
-          for s in range(config.seeds)]
-
-
-def summarize(config, rows):
-  return {'claims': [Claim(
-      'The beam finds position 0.', claims.THRESHOLD, 'beam',
-      dict(values=[float(r['pos0_mass']) for r in rows], threshold=0.5),
-      note='each seed: over half its weight there')]}
-
-
-def figure(config, summary, rows, kept, folder, writer=None):
-  plt = record.pyplot()
-  fig, ax = plt.subplots(figsize=(6, 4))
-  ax.plot([float(r['pos0_mass']) for r in rows], 'o')
-  record.save_figure(fig, folder / FIGURE, writer, 'figures/toy')
+EXPERIMENT = Toy()
 '''
 
 
@@ -72,7 +66,7 @@ def test_an_experiment_registered_in_a_test_runs_end_to_end(tmp_path):
       sys.path.insert(0, {str(tmp_path)!r})
       from absl import app
       import experiments, toy_exp
-      experiments.register('toy', toy_exp)
+      experiments.register(toy_exp.EXPERIMENT)
       import run
       app.run(run.main, flags_parser=run.parse_flags)
   '''))
@@ -111,3 +105,79 @@ def test_an_experiment_registered_in_a_test_runs_end_to_end(tmp_path):
   assert again.returncode == 0, again.stderr[-3000:]
   assert read_csv(run / 'results.csv') == rows
   assert 'step' not in again.stderr.replace('steps', '')
+
+
+# The README's "Add an experiment", whole: attention at two lengths, four
+# seeds, and one claim on its probe, measured at step 0 and at the end.
+ENTROPY = '''
+from src import claims, experiment, probes
+from src.claims import Claim
+from src.config import Config
+
+
+def last_query_entropy(model, tokens_BxL, labels_B):
+  _, att_BxHxL = probes.last_query_attention(model, tokens_BxL)
+  return {'entropy': probes.entropy(att_BxHxL.mean(1)).mean()}
+
+
+class Entropy(experiment.Experiment):
+  name = 'entropy'
+  defaults = quick = Config(exp='entropy', models=('attention',),
+                            lengths=(8, 16), seeds=4, steps=200)
+  fields = ('lengths', 'seeds', 'steps')
+  probe, probe_at_start = last_query_entropy, True
+
+  def summarize(self, config, rows, data):
+    at = lambda step, L: data.measurements.values('entropy', step=step,
+                                                  length=L)
+    return {'claims': [Claim(
+        "The last query's attention entropy falls during training.",
+        claims.COMPARISON, 'entropy falls',
+        dict(x=at(0, L), y=at(config.steps, L), x_name='at step 0',
+             y_name=f'after {config.steps} steps', what='entropy (nats)'),
+        dict(length=L)) for L in config.lengths]}
+
+
+EXPERIMENT = Entropy()
+'''
+
+
+def test_the_readmes_entropy_experiment_is_forty_lines_and_runs(tmp_path):
+  """What a new experiment writes: its config, its probe and its claim; the
+  runner gives the rest (groups, rows, the measurement table with step 0,
+  TensorBoard, the summary, resume)."""
+  lines = [l for l in ENTROPY.strip().splitlines() if l.strip()]
+  assert len(lines) <= 40, len(lines)
+  (tmp_path / 'entropy_exp.py').write_text(ENTROPY)
+  script = tmp_path / 'with_entropy.py'
+  script.write_text(textwrap.dedent(f'''
+      import sys
+      sys.path.insert(0, {str(ROOT)!r})
+      sys.path.insert(0, {str(tmp_path)!r})
+      from absl import app
+      import experiments, entropy_exp
+      experiments.register(entropy_exp.EXPERIMENT)
+      import run
+      app.run(run.main, flags_parser=run.parse_flags)
+  '''))
+  run = lambda *args: run_script(script, '--exp=entropy',
+                                 f'--workdir={tmp_path}/run', '--steps=40',
+                                 '--lengths=4,6', '--seeds=2', *args)
+  proc = run()
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  rows = read_csv(tmp_path / 'run/measurements.csv')
+  steps = sorted({int(r['step']) for r in rows if r['key'] == 'entropy'})
+  assert steps[0] == 0 and steps[-1] == 40
+  summary = json.loads((tmp_path / 'run/summary.json').read_text())
+  assert [c['length'] for c in summary['claims']] == [4, 6]
+  assert all(c['kind'] == 'comparison' and len(c['evidence']['x']) == 2
+             for c in summary['claims'])
+  results = read_csv(tmp_path / 'run/results.csv')
+  assert {r['length'] for r in results} == {'4', '6'} and len(results) == 4
+  _, curve = scalars(tmp_path / 'run/tb/attention_L004', 'entropy')
+  assert curve and curve[-1][0] == 40
+  before = (tmp_path / 'run/measurements.csv').read_text()
+  proc = run()  # nothing left to do: nothing measured twice
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert (tmp_path / 'run/measurements.csv').read_text() == before
+

@@ -22,14 +22,14 @@ def test_fields_cover_what_the_experiment_reads(name):
   read = {node.attr for node in ast.walk(tree)
           if isinstance(node, ast.Attribute) and node.attr in FIELD_NAMES
           and getattr(node.value, 'id', '') == 'config'}
-  declared = experiments.load(name).FIELDS
+  declared = experiments.load(name).fields
   assert read <= set(declared), read - set(declared)
   assert set(declared) <= FIELD_NAMES and len(set(declared)) == len(declared)
 
 
 def test_all_reads_the_union_of_its_parts():
-  parts = experiments.load('all').PARTS
-  union = set().union(*(experiments.load(p).FIELDS for p in parts))
+  parts = experiments.load('all').parts
+  union = set().union(*(experiments.load(p).fields for p in parts))
   assert set(experiments.fields('all')) == union | {'parts'}  # its own
   assert 'vocab' in union and 'vocab' not in experiments.fields('distance')
 

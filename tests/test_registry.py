@@ -91,7 +91,7 @@ def test_a_sweep_gives_chrono_its_longest_length_and_records_it():
   import experiments
   from src import experiment, memory, train
   config = dataclasses.replace(
-      experiments.load('distance').DEFAULTS, models=('lstm_chrono', 'rnn'),
+      experiments.load('distance').defaults, models=('lstm_chrono', 'rnn'),
       lengths=(10, 50), seeds=2)
   groups = {g.name: experiment.with_settings(g, config)
             for g in memory.groups(config)}

@@ -86,9 +86,10 @@ class _RateModule:
   """An experiment whose one claim holds where every row solved, judged at
   the length of its rows (the data's, as a wall's L*)."""
   @staticmethod
-  def summarize(config, rows, curves=()):
+  def summarize(config, rows, data=experiment.Measured()):
     solved = all(r['solved'] == '1' for r in rows)
-    assert all(c['learning_rate'] == rows[0]['learning_rate'] for c in curves)
+    assert all(c['learning_rate'] == rows[0]['learning_rate']
+               for c in data.curves)
     return {'claims': [claims.Claim(
         'it solves', claims.SHAPE, 'f',
         dict(shows=[solved], exact=True, what=f'{len(rows)} rows'),
@@ -101,7 +102,7 @@ def test_a_verdict_that_depends_on_the_rate_is_shown_at_each_rate():
           {'learning_rate': '0.01', 'solved': '0', 'L': '20'}] * 2
   curves = [{'learning_rate': r['learning_rate']} for r in rows]
   by_rate = experiment.verdicts_by_rate(_RateModule, config, rows,
-                                        curves=curves)
+                                        experiment.Measured(curves=curves))
   assert by_rate == {'0.001': [('it solves', ' (L=5)', 'held')],
                      '0.01': [('it solves', ' (L=20)', 'did not hold')]}
   claim, = experiment.with_rate_verdicts(
@@ -121,7 +122,8 @@ def test_a_verdict_that_depends_on_the_rate_is_shown_at_each_rate():
   assert claim['measured'] == '1 rows' and claim['by_rate'] == {
       '0.001': 'held', '0.01': 'held'}
   one = dataclasses.replace(config, learning_rates=(1e-3,))
-  assert experiment.verdicts_by_rate(_RateModule, one, rows) == {}
+  assert experiment.verdicts_by_rate(_RateModule, one, rows,
+                                    experiment.Measured()) == {}
 
 
 def test_learning_rate_and_learning_rates_together_is_an_error(tmp_path):
@@ -200,9 +202,9 @@ def test_the_memory_check_counts_every_rate_of_the_grid():
   # A grid of three rates trains three times the members of one rate: the
   # memory check (run before anything is written) must see them all.
   for name in ('distance', 'recall'):
-    module = experiments.load(name)
-    estimate = getattr(module, 'estimate_bytes', config_lib.estimate_bytes)
-    one = dataclasses.replace(module.DEFAULTS, learning_rates=())
+    experiment_ = experiments.load(name)
+    estimate = experiment_.estimate_bytes
+    one = dataclasses.replace(experiment_.defaults, learning_rates=())
     three = dataclasses.replace(one, learning_rates=(1e-3, 3e-3, 1e-2))
     assert three.members == 3 * one.members == 3 * one.seeds
     assert estimate(three) == 3 * estimate(one)
