@@ -69,7 +69,7 @@ RUNS = (
     # CPU, and 24 would triple the part (the plan warns of the power lost).
     ('linear', 'distance', (_LINEAR, '--lengths=10,20,50,100', '--seeds=8'),
      (f'--models=attention,{_LINEARS}', '--lengths=5,20'),
-     '8. The recurrences that came back: distance'),
+     '10. Beyond the lesson: the recurrences that came back, distance'),
     # The memory task with decoys (a quarter of the filler is A or B): the
     # symbol must be found at position 0, not anywhere.
     ('distance_decoys', 'distance', ('--decoys=0.25',),
@@ -90,7 +90,7 @@ RUNS = (
     ('induction_linear', 'induction',
      (f'--models={_LINEARS}', '--learning_rate=3e-3'),
      (f'--models={_LINEARS}', '--lengths=16', '--steps=500'),
-     '8. The recurrences that came back: induction'),
+     '10. Beyond the lesson: the recurrences that came back, induction'),
     # Gating's own default (7 initialisations, 12 seeds x 3 rates) would
     # take the whole report's CPU budget: here three gated initialisations
     # against the plain RNN (a family of 3 tests, which 8 seeds can decide)
@@ -160,7 +160,7 @@ QUICK = dataclasses.replace(DEFAULTS, quick=True)
 accepts = lambda spec: True  # each part checks its own
 FIELDS = ('parts',)  # its own; each part's come from the part
 COLUMNS = ['experiment', 'claim', 'verdict', 'measured', 'kind', 'test',
-           'p', 'p_adjusted', 'p_bh', 'bh_verdict']
+           'p', 'p_adjusted', 'p_bh', 'bh_verdict', 'lesson']
 
 
 # Flags every part takes from the parent as the user gave them, beside the
@@ -236,6 +236,8 @@ def merge_claims(parts) -> list[dict]:
                         kind=c.get('kind', ''), test=c.get('test', ''),
                         p=c.get('p'), p_adjusted=c.get('p_adjusted'),
                         if_significant=c.get('if_significant'),
+                        family=c.get('family', ''), model=c.get('model'),
+                        task=c.get('task'), evidence=c.get('evidence', {}),
                         figure=figure, verdicts={name: c['verdict']}))
         continue
       first = out[index[text]]
@@ -273,7 +275,82 @@ def part_command(name, run_dir, passthrough, quick):
           *(fast if quick else full), *passthrough.get(exp, ())]
 
 
+# The lesson's claims, in its order (the section number of each part says
+# which it tests): a short title, and the lesson's own words.
+LESSON = {
+    1: ('The memory task', '"The sequence begins with a symbol (A or B), '
+        'continues with a neutral filler zone, and at the end is asked to '
+        'identify the first character."'),
+    2: ('Distance', '"The recurrent network gave way after only fifteen '
+        'steps ... attention stays unbeatable and shows no sign of tiring as '
+        'the distance grows."'),
+    3: ('The searchlight', '"For sequences beginning with A, the initial '
+        'position captures over ninety per cent of the gaze. For those with '
+        'B, the attention is more dispersed."'),
+    4: ('The direct bridge', '"The gradient signal flows unhindered along '
+        'this footbridge" (through recurrence it "had to cross an endless '
+        'series of successive multiplications").'),
+    5: ('All at once, at an N x N price', '"The matches are found by a single '
+        'massive matrix multiplication ... if we double the number of words, '
+        'the number of computations multiplies fourfold."'),
+    6: ('Heads', '"With no directive imposed from outside, the heads '
+        'specialise spontaneously."'),
+    7: ('Depth', '"A single layer ... cannot directly extract what lies '
+        'immediately after that word."'),
+    8: ('Routing', '"Attention ... only moves information from one place to '
+        'another without transforming it"; a dense block digests it.'),
+    9: ('The summary that fills up', '"A piece of information ... crushed '
+        'into an intermediate summary that fills up quickly."'),
+    10: ('Beyond the lesson', 'Linear attention, the LRU and Mamba on the '
+         'same claims.'),
+}
+
+
+def lesson_number(part: str) -> int:
+  return int(section(part)[0].split('.')[0])
+
+
+def anchor(number: int) -> str:
+  """The REPORT.md heading anchor of lesson claim `number` (GitHub's)."""
+  title = f'{number}. {LESSON[number][0]}'.lower()
+  return ''.join(c for c in title if c.isalnum() or c in ' -').replace(
+      ' ', '-')
+
+
+def scorecard(claims: list[dict], link: str = '') -> str:
+  """One row per claim of the lesson: its words, the verdicts of the claims
+  that test it, the numbers behind the first of each family, and a link to
+  its section of the report (`link` before the anchor: the report's path
+  from where the table is read)."""
+  lines = ['| # | The lesson says | Verdicts | The numbers behind them | '
+           'Section |', '|---|---|---|---|---|']
+  for number, (title, words) in LESSON.items():
+    mine = [c for c in claims if c['lesson'] == number]
+    if not mine:
+      verdicts = numbers = ('the task the other rows train on'
+                            if number == 1 else 'not measured in this run')
+    else:
+      counts = {}
+      for c in mine:
+        counts[c['verdict']] = counts.get(c['verdict'], 0) + 1
+      verdicts = ', '.join(f'{v} {k}' for k, v in counts.items())
+      firsts = {}
+      for c in mine:
+        firsts.setdefault(c['family'], c)
+      numbers = '; '.join(
+          f'{c["claim"].split(":")[0].split("(")[0].strip()} '
+          f'({c.get("model") or c.get("task") or ""}): **{c["verdict"]}**, '
+          f'{c["headline"]}'.replace(' ()', '')
+          for c in list(firsts.values())[:3])
+    lines.append(f'| {number} | **{title}**: {words} | {verdicts} | '
+                 f'{numbers} | [§{number}]({link}#{anchor(number)}) |')
+  return '\n'.join(lines)
+
+
 def write_report(config, run_dir, passthrough, walls) -> dict:
+  """REPORT.md and results.csv of the run's claims: the scorecard, then a
+  section per claim of the lesson (its figures, how to reproduce each part,
+  its claims with their kind, test and numbers)."""
   if not run_dir.is_writer:
     return {}  # the parts' process 0 wrote their summaries: its host reports
   parts = report_order(chosen(config))
@@ -281,74 +358,82 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
                                 .read_text()) for name in parts}
   claims = merge_claims([(name, summaries[name].get('claims', []))
                          for name in parts])
-  sections = []
-  for name in parts:
-    summary = summaries[name]
-    title, figure = section(name)
-    command = ' '.join(part_command(name, run_dir, passthrough,
-                                    config.quick))
-    lines = [f'## {title}', '']
-    for c in summary.get('claims', []):
-      where = experiment.claim_setting(c)
-      first = next(i for i, m in enumerate(claims, 1)
-                   if m['claim'] == c['claim'] + where)
-      if claims[first - 1]['experiment'].split(' + ')[0] != name:
-        lines.append(f'- {c["claim"]}{where}: **{c["verdict"]}** here too; '
-                     f'claim {first} in the table, with both parts\' '
-                     'evidence')
-        continue
-      lines += [f'- **{c["verdict"]}**: {c["claim"]}{where}',
-                f'  - measured: {c["measured"]}']
-      if c.get('note'):
-        lines.append(f'  - reading: {c["note"]}')
-    if not summary.get('claims'):
-      lines.append('- no claim could be judged from this run')
-    lines += ['', f'![{name}]({name}/{figure})', '',
-              f'Reproduce: `{command}`', '']
-    sections.append('\n'.join(lines))
+  for c in claims:
+    c['lesson'] = lesson_number(c['experiment'].split(' + ')[0])
+    c['headline'] = claims_lib.headline(c)
   rows = [{k: c[k] for k in COLUMNS} for c in claims]
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS,
                               write=True)  # no backend here to ask who writes
   results.replace(rows)  # this report's claims, not an earlier one's
-  header = ['# Searchlight: what held', '']
+  meta = json.loads((run_dir.path / parts[0] / 'config.json').read_text())
+  provenance = meta.get('provenance', {})
+  git = provenance.get('git') or {}
+  machine = provenance.get('cpu') or provenance.get('platform', '')
+  devices = provenance.get('devices') or []
+  total = sum(walls.values()) / 60
+  out = ['# Searchlight: what the lesson claims, and what held', '',
+         f'Measured by `python run.py --exp={"all --quick" if config.quick else "all"}`'
+         f' on {machine} ({len(devices)} {"JAX device" if len(devices) == 1 else "JAX devices"}), '
+         f'{time.strftime("%Y-%m-%d")}, at commit '
+         f'{(git.get("commit") or "unknown")[:7]}'
+         f'{" (with uncommitted changes)" if git.get("dirty") else ""}; '
+         f'{total:.1f} minutes of experiments in the invocation that wrote '
+         'this report (a part finished earlier is not redone).', '']
   if config.quick:
-    header += ['> **Quick run** (`--quick`): every experiment ran a '
-               'CPU-fast variant with fewer seeds, steps and lengths. Read '
-               'the verdicts as a first look; the full run is '
-               '`python run.py --exp=all`.', '']
-  config_json = json.loads((run_dir.path / 'distance' / 'config.json')
-                           .read_text())
-  devices = config_json.get('provenance', {}).get('devices') or []
-  header += [f'Run on {", ".join(devices)[:120]}, '
-             f'{time.strftime("%Y-%m-%d")}; the experiments took '
-             f'{sum(walls.values()) / 60:.1f} minutes in this invocation (a '
-             'part finished by an earlier one is not redone). Each '
-             'claim is judged from its experiment\'s own summary.json by the '
-             'test its kind calls for (threshold, reliability, capability, '
-             'impossibility, comparison, shape: src/claims.py), Holm-adjusted '
-             'within its family; **BH q** is its p adjusted over every test '
-             'of this report (Benjamini-Hochberg), a second look at the '
-             'false discovery rate. Every verdict says what was measured, '
-             'whichever way it came out.', '',
-             '| # | Claim of the lesson | Kind | Measured | Verdict | BH q | '
-             'Figure |',
-             '|---|---|---|---|---|---|---|']
-  for i, c in enumerate(claims, 1):
-    measured = c['measured'].replace('|', '\\|')
-    q = '' if c['p_bh'] is None else stats.fmt_p(c['p_bh'])
-    header.append(f'| {i} | {c["claim"]} | {c["kind"]} | {measured} | '
-                  f'**{c["verdict"]}** | {q} | '
-                  f'[{c["experiment"]}]({c["figure"]}) |')
-  report = '\n'.join(header) + '\n\n' + '\n'.join(sections)
-  summary = {'claims': claims, 'wall_s': walls, 'quick': config.quick}
-  if run_dir.is_writer:
-    storage.write_whole(run_dir.path / 'REPORT.md', report)
+    out += ['> **Quick run** (`--quick`): every experiment ran a CPU-fast '
+            'variant with fewer seeds, steps and lengths. Read the verdicts '
+            'as a first look; the full run is `python run.py --exp=all`.', '']
+  out += ['## The scorecard', '', scorecard(claims), '',
+          'Each claim is judged from its experiment\'s own summary.json by '
+          'the test its kind calls for (threshold: signed-rank; '
+          'reliability: a bound on the share of seeds; capability: a seed '
+          'on held-out strings above the null; impossibility: every seed at '
+          'or below the null, trained out, at the best rate of a grid; '
+          'comparison: paired, ties kept; shape: the fits, seed by seed: '
+          '`src/claims.py`), Holm-adjusted within its family. **BH q** is '
+          'its p adjusted over every test of this report '
+          '(Benjamini-Hochberg), a second look at the false discovery rate. '
+          'Every verdict says what was measured, whichever way it came out.',
+          '']
+  for number, (title, words) in LESSON.items():
+    mine = [c for c in claims if c['lesson'] == number]
+    here = [p for p in parts if lesson_number(p) == number]
+    out += [f'## {number}. {title}', '', f'The lesson: {words}', '']
+    if not here:
+      out += ['Not a claim: the task of sections 2 to 4 and 10 (`src/tasks.py`'
+              ', `memory_batch`).' if number == 1 else
+              'Not measured in this run.', '']
+      continue
+    for name in here:
+      title_, figure = section(name)
+      command = ' '.join(part_command(name, run_dir, passthrough,
+                                      config.quick))
+      out += [f'**{title_}** (part `{name}`): `{command}`', '',
+              f'![{name}]({name}/{figure})', '']
+    counts = {}
+    for c in mine:
+      counts[c['verdict']] = counts.get(c['verdict'], 0) + 1
+    out += [f'{len(mine)} claims: ' + ', '.join(
+        f'{v} {k}' for k, v in counts.items()) + '.', '',
+            '| Claim | Kind | Measured | Verdict | BH q |',
+            '|---|---|---|---|---|']
+    for c in mine:
+      measured = c['measured'].replace('|', '\\|')
+      q = '' if c['p_bh'] is None else stats.fmt_p(c['p_bh'])
+      out.append(f'| {c["claim"]} | {c["kind"]} | {measured} | '
+                 f'**{c["verdict"]}** | {q} |')
+    out += ['', '<details><summary>The rules</summary>', '']
+    out += [f'- {c["claim"]}: {c["note"]}' for c in mine if c.get('note')]
+    out += ['', '</details>', '']
+  report = '\n'.join(out)
+  summary = {'claims': claims, 'wall_s': walls, 'quick': config.quick,
+             'scorecard': scorecard(claims)}
+  storage.write_whole(run_dir.path / 'REPORT.md', report)
   record.publish(run_dir, config, summary,
                  lambda writer: writer.add_text('report', report, 0),
                  fields=experiments.fields('all'))
-  print('\n' + record.table([[c['experiment'], c['verdict'],
-                              c['claim'][:70]] for c in claims],
-                            ['experiment', 'verdict', 'claim']))
+  print('\n' + record.table([[c['lesson'], c['verdict'], c['claim'][:70]]
+                              for c in claims], ['#', 'verdict', 'claim']))
   print(f'\nReport: {run_dir.path / "REPORT.md"}')
   return summary
 

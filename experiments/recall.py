@@ -69,7 +69,7 @@ FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'learning_rates', 'num_heads', 'num_layers',
           'chrono_horizon', 'pairs', 'widths', 'vocab', 'eval_examples',
           'chunk_steps', 'checkpoint_every')
-SECTION, FIGURE = '10. The summary that fills up (recall)', 'recall.png'
+SECTION, FIGURE = '9. The summary that fills up (recall)', 'recall.png'
 COLUMNS = ['model', 'length', 'num_pairs', 'd_model', 'num_layers', 'seed',
            'accuracy', 'loss', 'state_floats', 'steps', 'wall_s',
            'compile_s', 'num_params', 'diverged']

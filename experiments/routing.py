@@ -83,7 +83,7 @@ FIELDS = ('models', 'lengths', 'heads', 'seeds', 'seed', 'steps',
           'num_layers',
           'chrono_horizon', 'num_filler', 'eval_examples', 'chunk_steps',
           'checkpoint_every')
-SECTION, FIGURE = '9. Routing and the dense block', 'routing.png'
+SECTION, FIGURE = '8. Routing and the dense block', 'routing.png'
 COLUMNS = ['model', 'd_model', 'num_heads', 'task', 'length', 'seed',
            'num_params', 'accuracy', 'wall_s', 'compile_s']
 HEAD_COLUMNS = ['model', 'd_model', 'num_heads', 'task', 'length', 'seed',

@@ -447,6 +447,31 @@ def _bound(k: int, n: int, side: str) -> float:
   return stats.rate_upper_bound(k, n, 0.95)
 
 
+def headline(c: dict) -> str:
+  """The one or two numbers behind a judged claim (its summary.json entry),
+  for a scorecard."""
+  e, kind = c.get('evidence') or {}, c.get('kind')
+  if kind == RELIABILITY:
+    k = sum(bool(x) for x in e.get('successes', []))
+    n = len(e.get('successes', [])) + int(e.get('undetermined', 0))
+    return f'{k} of {n} seeds' if n else 'no seed'
+  if kind == THRESHOLD and e.get('values'):
+    return (f'median {np.median(e["values"]):.3g} against '
+            f'{e["threshold"]:g}')
+  if kind == COMPARISON and 'x' in e:
+    n = comparison_counts(e)
+    total = n['wins'] + n['ties'] + n['losses'] + n['censored']
+    return (f'{e["x_name"]} ahead in {n["ahead"]} of {total}'
+            + (f', {n["censored"]} censored' if n['censored'] else ''))
+  if kind in (CAPABILITY, IMPOSSIBILITY) and e.get('accuracy'):
+    return (f'best seed {max(e["accuracy"]):.3f}, null {e["null"]:.3f}')
+  if kind == SHAPE and e.get('exact'):
+    return str(e.get('what', '')).split(';')[0][:90]
+  if kind == SHAPE and 'shows' in e:
+    return f'{sum(bool(x) for x in e["shows"])} of {len(e["shows"])} seeds'
+  return ''
+
+
 # -- power, before the run --------------------------------------------------------------
 
 def power(kind: str, n: int, family_size: int = 1, *,

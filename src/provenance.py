@@ -56,6 +56,23 @@ def environment() -> dict[str, str]:
 _ENVIRONMENT_AT_IMPORT = environment()
 
 
+def cpu() -> str:
+  """The host's processor and the cores this process may use: 'AMD EPYC
+  7B13, 2 cores' (the model from /proc/cpuinfo where there is one)."""
+  model = platform.processor() or platform.machine()
+  try:
+    with open('/proc/cpuinfo') as f:
+      for line in f:
+        if line.startswith('model name'):
+          model = line.split(':', 1)[1].strip()
+          break
+  except OSError:
+    pass
+  cores = (len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity')
+           else os.cpu_count())
+  return f'{model}, {cores} cores'
+
+
 def collect(*, flags: dict, flag_sources: dict, flagfiles: dict,
             devices=None, process_count: int | None = None) -> dict:
   """The provenance block of config.json: `flags` every flag's value,
@@ -67,6 +84,7 @@ def collect(*, flags: dict, flag_sources: dict, flagfiles: dict,
       'python': sys.version.split()[0],
       'hostname': socket.gethostname(),
       'platform': platform.platform(),
+      'cpu': cpu(),
       'devices': None if devices is None else [str(d) for d in devices],
       'device_kind': None if not devices else devices[0].device_kind,
       'process_count': process_count,

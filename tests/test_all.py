@@ -57,12 +57,20 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
   for part, text in parts.items():  # nothing trained or measured again
     assert (run / part / 'results.csv').read_text() == text
   report = (run / 'REPORT.md').read_text()
-  assert 'Quick run' in report.split('\n\n')[1]  # said at the top
-  links = re.findall(r'\]\(([^)]+)\)', report)
+  assert 'Quick run' in report.split('## The scorecard')[0]  # said at the top
+  links = re.findall(r'\]\(([^)#]+)\)', report)
   assert links and all(not l.startswith('/') for l in links)  # relative
   for link in links:
     assert (run / link).is_file(), link
-  table = [l for l in report.splitlines() if re.match(r'^\| \d+ \|', l)]
+  # The scorecard: a row per claim of the lesson, each linking its section.
+  card = [l for l in report.splitlines() if re.match(r'^\| \d+ \| \*\*', l)]
+  assert len(card) == len(all_exp.LESSON)
+  for number in (2, 3):
+    assert f'(#{all_exp.anchor(number)})' in card[number - 1]
+    assert f'\n## {number}. ' in report
+  # The claims, section by section: the verdicts the parts' summaries hold.
+  table = [l for l in report.splitlines() if l.startswith('| ')
+           and not re.match(r'^\| (\d+|#|Claim) \|', l)]
   expected = []
   from experiments import all as all_lib
   assert sorted(p.name for p in run.iterdir()
@@ -71,11 +79,10 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
   for part in all_lib.report_order(PARTS.split(',')):
     summary = json.loads((run / part / 'summary.json').read_text())
     expected += [c['verdict'] for c in summary['claims']]
-  verdicts = [l.split('|')[5].strip().strip('*') for l in table]
+  verdicts = [l.split('|')[4].strip().strip('*') for l in table]
   assert verdicts == expected and len(verdicts) >= 2
-  assert 'Reproduce: `python run.py --exp=distance' in report
   reproduce = dict(re.findall(
-      r'Reproduce: `python run.py --exp=(\w+) (.*)`', report))
+      r'\(part `\w+`\): `python run.py --exp=(\w+) (.*)`', report))
   assert '--models=attention' in reproduce['distance']
   assert '--budgets' not in reproduce['distance']
   assert all(VERDICT.match(v) for v in verdicts)
@@ -138,8 +145,8 @@ def _outputs(root):
         {k: v for k, v in r.items() if k not in ('wall_s', 'compile_s')}
         for r in read_csv(path)]
   report = (run / 'REPORT.md').read_text().replace(str(root), 'ROOT')
-  out['REPORT.md'] = re.sub(r'\nRun on .*? minutes in this invocation',
-                            '\nRun on ...', report)
+  out['REPORT.md'] = re.sub(r'\nMeasured by .*\n', '\nMeasured by ...\n',
+                            report)
   return out
 
 
