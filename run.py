@@ -1,17 +1,22 @@
-"""Searchlight: measure, claim by claim, why attention replaced recurrence.
+"""Searchlight: why attention replaced recurrence, measured claim by claim.
 
-  python run.py --exp=distance            # train, test, write runs/distance
-  python run.py --exp=distance --print_config   # each field, and from where
-  python run.py --flagfile=configs/tpu_distance.flags   # flags from a file
-  tensorboard --logdir runs/distance      # watch it
+  python run.py --exp=distance          # train, test: runs/distance
+  python run.py --exp=all               # every experiment, then REPORT.md
+  python run.py --exp=distance --lengths=10,200 --workdir=runs/d2
+                                        # a changed flag is a new run
+  tensorboard --logdir runs/distance/tb/overview   # the finding, then
+  tensorboard --logdir runs/distance/tb            # every group and seed
 
-This file is intentionally kept short: it defines the flags (the config
-field flags from `src/config.py`'s Config), refuses a bad one in one line,
-and hands off to `src/launch.py`.
+The same command again resumes where it stopped (a finished run is not
+redone). --print_config shows every field and where it came from;
+--only_check_args runs every check and writes nothing.
 """
+# Kept short on purpose: the flags (the config fields of src/config.py's
+# Config), a bad one refused in one line, and the hand-off to src/launch.py.
 
 import re
 import sys
+import textwrap
 
 from absl import app, flags, logging
 
@@ -71,11 +76,12 @@ class _FieldParser(flags.ArgumentParser):
     return 'string'
 
 
+DEFAULT_NOTE = " (default: the experiment's, as --print_config shows)"
 for _name in config_lib.flag_fields():
   flags.DEFINE(
       _FieldParser(_name), _name, None,
-      f'{config_lib.field_docs()[_name]} (default: the experiment\'s, as '
-      '--print_config shows)', serializer=flags.ArgumentSerializer())
+      f'{config_lib.field_docs()[_name]}{DEFAULT_NOTE}',
+      serializer=flags.ArgumentSerializer())
 
 
 def command_line(argv: list[str]) -> launch.Flags:
@@ -111,9 +117,48 @@ def _flag_name(token: str) -> str:
   return name
 
 
+HELP = ('--help', '-h', '-?', '--helpshort', '--helpfull')
+# absl's own flags, in our words.
+OWN_WORDS = {
+    'only_check_args': 'run every check a run makes before it writes (flags, '
+                       'paths, buckets, memory), then exit 0, or 2 with the '
+                       'one-line error; --exp=all also lists its parts, '
+                       'their groups and an estimated time',
+    'verbosity': 'absl logging level (default: warnings only)',
+}
+
+
+def usage() -> str:
+  """What --help prints: what Searchlight is, then every flag a user sets
+  (the run's, the config fields, and absl's --flagfile, --only_check_args
+  and --verbosity)."""
+  lines = [__doc__.strip(), '', 'Flags (config fields default to the '
+           "experiment's, as --print_config shows):"]
+  first = ('exp', 'workdir', 'checkpoint_dir', 'quick', 'overwrite',
+           'print_config', 'only_check_args', 'flagfile')
+  last = ('compilation_cache_dir', 'cpu_devices', 'coordinator_address',
+          'num_processes', 'process_id', 'distributed', 'verbosity')
+  for name in first + config_lib.flag_fields() + last:
+    if name == 'flagfile':  # absl's own, read before the flags are
+      text = 'read flags from a file, one per line (configs/ has some)'
+      lines.append(f'  --flagfile: {text}')
+      continue
+    flag = FLAGS[name]
+    text = OWN_WORDS.get(name, flag.help).replace(DEFAULT_NOTE, '')
+    if name in config_lib.flag_fields():
+      text += f' [{flag.parser.syntactic_help}]'
+    lines.append(textwrap.fill(f'--{name}: {text}', 79, initial_indent='  ',
+                               subsequent_indent='      '))
+  return '\n'.join(lines)
+
+
 def parse_flags(argv: list[str]) -> list[str]:
   """absl's parsing, with a bad or unknown flag refused in one line (exit
-  2), and --only_check_args running the checks a run makes."""
+  2), --help answered (exit 0), and --only_check_args running the checks a
+  run makes."""
+  if any(a in HELP for a in argv[1:]):
+    print(usage())
+    sys.exit(0)
   try:
     argv = FLAGS(argv)
   except flags.UnrecognizedFlagError as e:

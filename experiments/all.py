@@ -1,16 +1,15 @@
 """The whole lesson in one command: every experiment, then REPORT.md.
 
-Command: `python run.py --exp=all` (83 minutes on a 2-core CPU, cold
-cache, 2026-12-02), or `python run.py --exp=all --quick` for a first look
-(12 minutes, the same day).
-Runs the parts in RUNS (every experiment but throughput, and distance and
+Command: `python run.py --exp=all`, or `python run.py --exp=all --quick`
+for a first look (`--only_check_args` lists the parts and estimates their
+time; docs/REPORT.md states what the full run took). Runs the parts in RUNS (every experiment but throughput, and distance and
 induction once more for the linear recurrences), each as its own `run.py`
 process in a sub-workdir (`<workdir>/<name>`, checkpoints in
 `<checkpoint_dir>/<name>`, each part's own), so each resumes as usual; then
-reads their
-summary.json files and writes REPORT.md: claim by claim, the measured number,
-the verdict, the figure and the command that reproduces it. The links are
-relative: zip the folder or push it to GitHub and it still reads.
+reads their summary.json files and writes REPORT.md: the lesson's scorecard,
+then claim by claim the measured numbers, the verdict, the figure and the
+command that reproduces it. The links are relative: zip the folder or push
+it to GitHub and it still reads.
 """
 
 import dataclasses
@@ -99,11 +98,11 @@ RUNS = (
      ('--models=lstm,lstm_fb1,lstm_chrono,rnn', '--seeds=8'),
      ('--lengths=10,50',), None),
     # Budget's own default (4 models x 6 lengths x 20 seeds to 4,000 steps)
-    # is about 80 minutes of this CPU alone: here the LSTM and the GRU,
+    # would be most of the report's time: here the LSTM and the GRU,
     # whose limits lie around 20-30, at those two lengths, still 20
     # seeds (a wall's bound needs them). The RNN's limit lies past 50 (100
-    # at 8 seeds), where it would take L = 50, 100 and half an hour more:
-    # its own command is in the README (chrono solves every length to 100).
+    # at 8 seeds), where it would take L = 50, 100 and as long again: its
+    # own command is in the README (chrono solves every length to 100).
     ('budget', 'budget',
      ('--models=lstm,gru', '--lengths=20,30'), (), None),
     # Two rates, not routing's three, to fit --exp=all's time (each rate

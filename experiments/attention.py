@@ -1,6 +1,6 @@
 """The searchlight: where does the last position's query look?
 
-Command: `python run.py --exp=attention` (about 10 seconds on a 2-core CPU).
+Command: `python run.py --exp=attention` (a minute or two on a laptop CPU).
 Trains the single-head, one-layer attention model on the memory task at
 L=20, eight seeds, 600 Adam steps of 32 strings. Every 20 steps it measures
 the last query's weights on a fixed probe batch, per first symbol; at the end,

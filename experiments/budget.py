@@ -1,9 +1,8 @@
 """Wall or budget? The per-seed critical distance of each model against
 training steps.
 
-Command: `python run.py --exp=budget` (not measured whole: the LSTM's six
-groups took 75 minutes on a 2-core CPU at load 6-9; 35-45 minutes idle,
-estimated). Trains the recurrent nets
+Command: `python run.py --exp=budget` (an hour or more on a laptop CPU:
+`--only_check_args` estimates it). Trains the recurrent nets
 (the LSTM at Flax's default and at chrono initialisation, the GRU, the plain
 RNN) at lengths 10, 20, 30, 40, 50 and 100, twenty seeds, and tests each
 seed on 2,048 fresh strings after 250, 1,000 and 4,000 Adam steps. The

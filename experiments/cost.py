@@ -1,6 +1,6 @@
 """Everything at once, at a quadratic price: what one step costs at length L.
 
-Command: `python run.py --exp=cost` (about 4.5 minutes on a 2-core CPU).
+Command: `python run.py --exp=cost` (minutes on a laptop CPU).
 For each model and length (64 to 8192), one forward pass and one training
 step (Adam) on a batch of 2 strings, d_model 32: FLOPs and bytes from XLA's
 cost analysis, peak temporary memory from the compiled executable, median

@@ -1,6 +1,7 @@
 """Distance: how far back can each model reach for the first symbol?
 
-Command: `python run.py --exp=distance` (about 5 minutes on a 2-core CPU).
+Command: `python run.py --exp=distance` (several minutes on a laptop CPU:
+`--only_check_args` estimates it).
 Trains attention, the LSTM with Flax's default initialisation and with
 chrono initialisation, the GRU and a plain (Elman) RNN on the memory task
 at lengths 10 to 100, 24 seeds each, under one budget for all: 500 Adam
@@ -32,8 +33,8 @@ DEFAULTS = Config(
     # The LSTM at Flax's default and at chrono init (Tallec & Ollivier 2018):
     # the first figure shows that the LSTM's limit is its initialisation.
     models=('attention', 'lstm', 'lstm_chrono', 'gru', 'rnn'),
-    # The lesson's ~15 steps, then far past it. 200 (as in --exp=gating)
-    # would take this default past 5 minutes on a 2-core CPU at 8 seeds.
+    # The lesson's ~15 steps, then far past it (--exp=all's distance_long
+    # part goes to 400).
     lengths=(10, 20, 50, 100),
     # Paired runs per group, on the vmap axis. 24: the power plan's 80% for
     # "stays at 100%" (a share of seeds above 4 in 5) and for the gating
@@ -108,6 +109,9 @@ def figure(config, summary, rows, kept, folder, writer=None):
   plot(config, summary, folder / FIGURE, writer)
 
 
+OFFSET = 0.02  # each model's points shifted by this fraction of the log-L axis
+
+
 def plot(config, summary, path, writer=None):
   plt = record.pyplot()
   fig, ax = plt.subplots(figsize=(7.5, 4.4))
@@ -116,30 +120,28 @@ def plot(config, summary, path, writer=None):
   for i, model in enumerate(config.models):
     color = models_lib.get(model).color
     g = {x['length']: x for x in summary['groups'] if x['model'] == model}
-    offset = 0.025 * (i - (n - 1) / 2)
-    # Where means coincide (1.0 at every length), each model still shows:
-    # its own marker at its own offset, and lines drawn widest first.
+    offset = OFFSET * (i - (n - 1) / 2)
     x = record.offset_x(lengths, offset)
-    ax.plot(x, [g[L]['mean_accuracy'] for L in lengths],
-            color=color, lw=1.5 + 2.5 * (n - 1 - i) / max(n - 1, 1),
-            ls=record.LINE_STYLES[i % len(record.LINE_STYLES)],
-            marker=record.MARKERS[i % len(record.MARKERS)], ms=7,
-            mec='white', mew=0.8, label=model, zorder=2 + 0.1 * i)
+    # The mean a thin line, each seed a mark above it: no seed hides.
+    ax.plot(x, [g[L]['mean_accuracy'] for L in lengths], color=color, lw=1.2,
+            ls=record.LINE_STYLES[i % len(record.LINE_STYLES)], zorder=2,
+            label=model)
     record.seed_dots(ax, lengths, [g[L]['accuracy_per_seed'] for L in lengths],
-                     color, offset=offset)
+                     color, offset=offset,
+                     marker=record.MARKERS[i % len(record.MARKERS)])
   ax.axhline(0.5, color='k', ls=':', lw=1, label='chance')
   ax.set_xscale('log')
   ax.set_xticks(lengths)
   ax.set_xticklabels([str(L) for L in lengths])
   ax.minorticks_off()
   ax.set_ylim(-0.03, 1.03)
-  ax.set_xlabel('sequence length L (distance from the first symbol to the '
-                'query = L - 1)')
+  ax.set_xlabel('sequence length L (the first symbol is L - 1 steps back); '
+                f'models side by side, {100 * OFFSET:g}% of the axis apart')
   ax.set_ylabel('test accuracy (fresh strings)')
-  ax.set_title(f'Memory task: the mean (line, a marker per model) and each '
-               f'of {config.seeds} seeds (dots); {config.steps} steps x '
-               f'{config.batch_size} strings', fontsize=9)
-  ax.legend(loc='lower left', fontsize=8)
+  ax.set_title(f'Memory task: each of {config.seeds} seeds (marks) and the '
+               f'mean (line); {config.steps} steps x {config.batch_size} '
+               'strings', fontsize=9)
+  ax.legend(loc='lower left', fontsize=7)
   ax.grid(alpha=0.3)
   record.save_figure(fig, path, writer, 'figures/distance')
 
@@ -160,8 +162,9 @@ def print_table(config, summary):
   print(record.table(rows, ['model'] + [f'L={L}' for L in lengths]
                      + ['critical (median, interval)']))
   if summary.get('wall_s'):
-    print(f'Training wall time {summary["wall_s"]:.0f}s, of which waiting '
-          f'for compiles {summary["compile_s"]:.0f}s '
+    print(f'Training wall time, as the groups recorded it when they ran: '
+          f'{summary["wall_s"]:.0f}s, of which waiting for compiles '
+          f'{summary["compile_s"]:.0f}s '
           f'({100 * summary["compile_share"]:.0f}%)')
 
 

@@ -1,9 +1,9 @@
 """Gating at its best: does the gated net's advantage survive, or depend on,
 its initialisation?
 
-Command: `python run.py --exp=gating` (hours on a 2-core CPU, estimated
-from a measured subset, not run whole: an accelerator's job; `--exp=all`
-runs a powered subset; `--quick` a few minutes). Trains, on the memory task at lengths 10 to 100, twelve
+Command: `python run.py --exp=gating` (hours on a laptop CPU: an
+accelerator's job; `--exp=all` runs a subset; `--quick` a first look).
+Trains, on the memory task at lengths 10 to 100, twelve
 seeds each at three learning rates (1e-3, 3e-3, 1e-2: each group judged at
 the one with the best validation accuracy):
 - `lstm`: Flax's default (forget-gate bias 0, the gate starts at 0.5);
@@ -45,9 +45,8 @@ DEFAULTS = Config(
     # of three rates x 12 seeds (configs/paper.flags goes to 200).
     lengths=(10, 20, 50, 100),
     budgets=(250, 500, 1000),  # doublings, one run per group
-    # 5 gated x 2 plain = 10 sign tests in one family: after Holm, 8 seeds
-    # could never say held (10 x 2/256 > 0.05); 12 can, with two ties to
-    # spare.
+    # 5 gated x 2 plain = 10 comparisons in one family: the power plan the
+    # run prints says what 12 seeds give them.
     seeds=12,
     # Every model at its best rate (per group, on validation strings): a
     # verdict that gating "did not carry further" is not one rate's.

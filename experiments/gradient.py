@@ -1,9 +1,7 @@
 """The direct bridge: does the signal from the output still reach position 0?
 
-Command: `python run.py --exp=gradient` (34 minutes, 21 CPU-minutes, on a
-2-core CPU shared with two other jobs at load 7; before the L = 200 groups
-it took 4 minutes idle; `--quick`: 12 minutes there, 7 CPU-minutes, its
-bridge at L = 100). For attention, the LSTM (Flax default and chrono), the
+Command: `python run.py --exp=gradient` (`--only_check_args` estimates its
+time; `--quick` puts its bridge at L = 100). For attention, the LSTM (Flax default and chrono), the
 GRU, a plain RNN and the LRU, eight seeds, measures the gradient of the
 output margin logit_A - logit_B with respect to the input vectors (token
 plus position embedding), mean over 512 fixed strings (64 during training).

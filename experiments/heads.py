@@ -1,6 +1,6 @@
 """Many looks: do several heads divide the labour without being told?
 
-Command: `python run.py --exp=heads` (about 20 seconds on a 2-core CPU).
+Command: `python run.py --exp=heads` (a minute or two on a laptop CPU).
 
 The task needs two relations at once. Position 0 holds A or B; one C or D
 sits at a random position in the filler; the answer is the pair (4 classes).

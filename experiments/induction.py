@@ -1,6 +1,6 @@
 """Stacked looks: one layer finds a token by its key; can it fetch what follows?
 
-Command: `python run.py --exp=induction` (under a minute on a 2-core CPU).
+Command: `python run.py --exp=induction` (minutes on a laptop CPU).
 
 Task: 24 random tokens from a vocabulary of 16; the last token (the trigger)
 occurred exactly once before; the answer is the token that followed that

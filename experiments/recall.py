@@ -1,8 +1,7 @@
 """The summary that fills up: multi-query associative recall (MQAR).
 
-Command: `python run.py --exp=recall` (16.2 minutes on the idle 2-core
-CPU, cold compilation cache, Mamba's four groups 9 of them), `--quick` for
-a first look (2.1 minutes there); the Zoology-scale grid is
+Command: `python run.py --exp=recall` (Mamba's groups are most of its time
+on a CPU), `--quick` for a first look; the Zoology-scale grid is
 `--flagfile=configs/recall_zoology.flags` (an accelerator).
 
 Task (Arora et al. 2023, "Zoology", sec. 3): a string of L tokens opens
@@ -46,8 +45,7 @@ DEFAULTS = Config(
     vocab=33,  # 16 keys, 16 values (chance 1/16) and the filler
     num_layers=2,  # Zoology's 2-layer models
     num_heads=1,
-    # The fill-up family holds 8 one-sided tests (4 recurrences x 2 claims):
-    # after Holm, 8 x 0.5^n < 0.05 needs n >= 8 seeds.
+    # The power plan the run prints says what 8 seeds give each claim.
     seeds=8,
     steps=1000,  # attention at d=32 reaches 99% by then (README section 10)
     batch_size=32,
@@ -57,7 +55,7 @@ DEFAULTS = Config(
     checkpoint_every=500,
 )
 # --quick: a first look; Mamba left out (its groups are half a recall run's
-# time on this CPU), one width, 2 seeds (every claim
+# time on a CPU), one width, 2 seeds (every claim
 # underpowered: inconclusive); one pair (single-query recall) at the easy
 # end, which also fits the short strings of `--exp=all --quick`'s tests.
 QUICK = dataclasses.replace(

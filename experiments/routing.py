@@ -1,9 +1,8 @@
 """Routing against transforming: does attention only move information, and
 does a dense block compute on what it gathered?
 
-Command: `python run.py --exp=routing` (30 minutes on a 2-core CPU shared
-at load 10, 18 CPU-minutes; `--quick`: 1.2 minutes at load 10, 0.6
-CPU-minutes).
+Command: `python run.py --exp=routing` (`--only_check_args` estimates its
+time; `--quick` for a first look).
 
 The lesson: attention "only moves information from one place to another
 without transforming it deeply"; the Transformer adds a dense block. Each

@@ -1,6 +1,6 @@
 """Speed, measured: how fast does the ensemble trainer run on this machine?
 
-Command: `python run.py --exp=throughput` (about 2.5 minutes on a 2-core CPU).
+Command: `python run.py --exp=throughput` (minutes on a laptop CPU).
 For each model (the lesson's four and the linear recurrences) at lengths 10,
 50 and 200, four seeds, batch 32: training
 sequences per second over all seeds (after compiling and one warm-up chunk),

@@ -65,7 +65,7 @@ def fault_due(where: str) -> bool:
 
 
 def die(where: str) -> None:
-  """Tests: SIGKILL, as a preempted VM dies: this process
+  """Tests: SIGKILL, as a preempted machine dies: this process
   ($SEARCHLIGHT_FAULT_KILL_AT), or its whole process group
   ($SEARCHLIGHT_FAULT_KILL_TREE: --exp=all's parent and its part, for a run
   started in a session of its own)."""
@@ -96,9 +96,9 @@ _device_checksum = jax.jit(lambda tree: _fold(
 
 def checksum(tree) -> int:
   """The state's checksum, the same wherever it is computed: on the host
-  when this process holds every leaf (it compiles nothing: jitted, it
-  compiled once per state's structure, 0.2-0.8 s a group), else on the
-  devices, where the state is spread over processes."""
+  when this process holds every leaf (it compiles nothing; jitted, it would
+  compile once per state's structure), else on the devices, where the state
+  is spread over processes."""
   leaves = jax.tree.leaves(tree)
   if not all(getattr(x, 'is_fully_addressable', True) for x in leaves):
     return int(_device_checksum(tree))

@@ -47,8 +47,8 @@ def process_index_without_backend(*, process_id: int | None,
   for env in clusters.ClusterEnv._cluster_types:
     if not env.opt_in_only_method and env.is_env_present():
       return env.get_process_id()
-  # A Cloud TPU VM: the detection above needs a started TPU backend, so ask
-  # the VM's metadata (worker number) the way it does.
+  # A Cloud TPU host: the detection above needs a started TPU backend, so ask
+  # the host's metadata (worker number) the way it does.
   return clusters.GceTpuCluster.get_process_id()
 
 

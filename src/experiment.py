@@ -398,6 +398,10 @@ def run(module, config, run_dir, *, stop=None) -> dict:
                                            else {}))] for g in groups}
   ahead = _CompileAhead(module, config)
   queue = [g for g in groups if todo[g.name]]
+  if not queue:
+    sweeper.progress.say(f'nothing to do: {len(groups)} groups already '
+                         'finished (their rows are in results.csv); below, '
+                         'the summary of what they recorded')
   if queue:  # the first compiles while the main thread initialises it
     ahead.prepare(queue[0], todo[queue[0].name])
   try:
@@ -744,13 +748,14 @@ def _run_cells(module, config, run_dir, stop) -> dict:
   for cell in cells:
     if stop is not None and stop.requested:
       raise checkpoint_lib.Preempted(stop.signum, cell.name)
-    if not results.has(**cell.key):
+    done_before = results.has(**cell.key)
+    if not done_before:
       rows = module.measure_cell(cell, config, context)
       results.append(rows)
       line = module.cell_line(cell, rows)
       if line:
         progress.say(line)
-    progress.update(cell.work, cell.name)
+    progress.update(cell.work, cell.name, done_before=done_before)
   context = {**context, **module.after(config, results.rows, context,
                                        progress)}
   return finish(module, config, run_dir, results.rows,

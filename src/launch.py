@@ -198,8 +198,45 @@ def check_only(plan: Plan, flags: Flags) -> None:
   except config_lib.ConfigError as e:
     fail(str(e))
   print(f'--exp={flags.exp}: the flags are valid; nothing was written')
+  print_work(plan)
   warn_power(plan)
   sys.exit(0)
+
+
+# Seconds per unit of `Group.work` x steps x members on the machine of
+# docs/REPORT.md's full run (its memory-task parts; docs/ENGINEERING.md):
+# what the estimate below scales. Linear recurrences (the LRU, Mamba) run
+# several times their units on a CPU.
+SECONDS_PER_WORK = 4e-8
+
+
+def print_work(plan: Plan) -> None:
+  """What the run will train: each part (or the experiment), its groups,
+  seeds and rates, and an estimated time at the reference speed."""
+  from src import experiment  # deferred: it imports jax
+  configs = plan.parts or {plan.config.exp: plan.config}
+  rows, total = [], 0.0
+  import experiments  # pylint: disable=import-outside-toplevel
+  for name, config in configs.items():
+    module = experiments.load(config.exp)
+    if isinstance(module, experiment.Cells):
+      rows.append([name, config.exp, f'{len(module.cells(config))} cells',
+                   '', ''])
+      continue
+    groups = [experiment.with_settings(g, config)
+              for g in module.groups(config)]
+    work = sum(g.work * max(g.budgets or (config.steps,)) * config.members
+               for g in groups)
+    total += work * SECONDS_PER_WORK
+    rows.append([name, config.exp, f'{len(groups)} groups',
+                 f'{config.seeds} x {len(config.rates)}',
+                 f'{work * SECONDS_PER_WORK / 60:.0f} min'])
+  from src import record
+  print(record.table(rows, ['part' if plan.parts else 'exp', 'experiment',
+                            'trains', 'seeds x rates', 'estimated']))
+  print(f'estimated: about {total / 60:.0f} minutes of training at the speed '
+        'of the CPU docs/REPORT.md ran on (cells, and compiles, not '
+        'counted; Mamba and the LRU take longer than estimated)')
 
 
 def warn_power(plan: Plan) -> None:
@@ -228,8 +265,7 @@ def run_provenance(flags: Flags, devices=None, process_count=None) -> dict:
 def use_compilation_cache(folder) -> None:
   """JAX's persistent compilation cache in `folder`, keeping every program,
   however quick to compile: the initialisers and the stacking run op by op,
-  dozens of small programs a process would compile afresh each time (about
-  2 of 10 s of a small warm rerun)."""
+  dozens of small programs a process would compile afresh each time."""
   import jax
   jax.config.update('jax_compilation_cache_dir', os.fspath(folder))
   jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)

@@ -182,9 +182,9 @@ FLUSH_SECS = 10  # an event reaches the file (and a live TensorBoard) this soon
 def _write_in_place(events) -> None:
   """Makes a tensorboardX EventFileWriter write each event in the caller's
   thread, flushing every FLUSH_SECS, where it would pickle it through a
-  multiprocessing queue to a thread of its own: 0.28 ms an event on the 2-core
-  VM, 31,000 events (7 s of CPU) in the reference sweep, whose training
-  shares those cores. Its own thread then has nothing to write."""
+  multiprocessing queue to a thread of its own, on the cores training uses
+  (docs/ENGINEERING.md has the A/B). Its own thread then has nothing to
+  write."""
   last_flush = [0.0]
 
   def add_event(event):
@@ -388,12 +388,13 @@ def offset_x(x, offset: float = 0.0, log_x=True) -> np.ndarray:
 
 
 def seed_dots(ax, x, values, color, *, offset: float = 0.0, log_x=True,
-              label=None):
-  """Every seed's value as a dot at `x`, shifted by `offset` (`offset_x`)."""
+              label=None, marker='o'):
+  """Every seed's value as a mark at `x`, shifted by `offset` (`offset_x`),
+  drawn above the lines (a mean never hides a seed)."""
   for xi, v in zip(offset_x(x, offset, log_x), values):
     v = np.asarray(v, float)
-    ax.scatter(np.full(v.shape, xi), v, s=12, color=color, alpha=0.55,
-               edgecolors='none', zorder=3, label=label)
+    ax.scatter(np.full(v.shape, xi), v, s=16, color=color, alpha=0.6,
+               marker=marker, edgecolors='none', zorder=5, label=label)
     label = None
 
 
@@ -410,6 +411,9 @@ def figure_array(fig) -> np.ndarray:
   width, height = fig.get_size_inches()
   if width > CARD_INCHES:
     fig.set_size_inches(CARD_INCHES, height * max(CARD_INCHES / width, 0.75))
+    from matplotlib.text import Text
+    for text in fig.findobj(Text):  # legible at the card's width
+      text.set_fontsize(max(text.get_fontsize(), 8) * 1.15)
     for ax in fig.axes:
       if ax.get_title():
         ax.set_title(textwrap.fill(ax.get_title(), 64),
@@ -424,28 +428,43 @@ def figure_array(fig) -> np.ndarray:
 # -- the terminal ---------------------------------------------------------------
 
 class Progress:
-  """One status line over all groups and steps, with an ETA by work done."""
+  """One status line over all groups and steps. The ETA is the work left at
+  the rate measured since the first piece of work this process did (a
+  compile, the first chunk's wait, is not the rate; work found done is not
+  counted in it)."""
 
   def __init__(self, total_work: float, *, stream=sys.stderr):
     from src import distributed
-    self.total, self.done, self.start = max(total_work, 1e-9), 0.0, None
+    self.total, self.done = max(total_work, 1e-9), 0.0
+    self.start = None  # when this process's first work was done
+    self.since = 0.0  # the work done by then (found done, or the first)
     self.stream, self.tty = stream, stream.isatty()
     self.quiet = not distributed.is_writer()  # one voice per run
     self._last_print = 0.0
+    self._began = time.perf_counter()
 
-  def update(self, work: float, text: str) -> None:
+  def update(self, work: float, text: str, *, done_before: bool = False
+             ) -> None:
+    """`work` more done; `done_before`: found done (a resumed run), not
+    done now."""
     now = time.perf_counter()
-    if self.start is None:
-      self.start = now
     self.done = min(self.done + work, self.total)
+    if done_before:  # never part of the rate
+      self.since += work
+    elif self.start is None and work > 0:
+      # The first piece of work carried the compiles: the rate starts after.
+      self.start, self.since = now, self.done
     if self.quiet:
       return
     if not self.tty and now - self._last_print < 10 and self.done < self.total:
       return
     self._last_print = now
     frac = self.done / self.total
-    elapsed = now - self.start
-    eta = f'{elapsed / frac * (1 - frac):4.0f}s' if frac > 0 else '   ?'
+    elapsed = now - self._began
+    rate_work = self.done - self.since
+    eta = (f'{(now - self.start) / rate_work * (self.total - self.done):4.0f}s'
+           if self.start is not None and rate_work > 0
+           and now - self.start > 1 else '   ?')
     bar = '#' * int(20 * frac) + '.' * (20 - int(20 * frac))
     line = (f'[{bar}] {100 * frac:5.1f}%  {text}  '
             f'elapsed {elapsed:4.0f}s  eta {eta}')

@@ -251,15 +251,17 @@ class Sweep:
     return ([f'L{L:03d}' for L in lengths] + [f'seed_{s}' for s in seeds]
             + (series if self.final_by_length else []))
 
-  def _count(self, group, upto: int, text: str) -> None:
+  def _count(self, group, upto: int, text: str, *,
+             done_before: bool = False) -> None:
     done = self._counted.get(group.name, 0)
     self._counted[group.name] = max(done, upto)
     self.progress.update(self.step_work[group.name] * max(upto - done, 0),
-                         text)
+                         text, done_before=done_before)
 
   def skip(self, group, steps: int | None = None) -> None:
     """A finished group (or budget): counted done, not redone."""
-    self._count(group, steps or self.steps, f'{group.name} done')
+    self._count(group, steps or self.steps, f'{group.name} done',
+                done_before=True)
 
   def train(self, group, ensemble: train_lib.Ensemble, *,
             steps: int | None = None,
@@ -309,7 +311,7 @@ class Sweep:
                                         if len(rates) > 1 else '')
           record.write_hparams_session(
               writer, {**group.hparams, 'learning_rate': rate}, name)
-    self._count(group, start, group.name)
+    self._count(group, start, group.name, done_before=True)
 
     def log_chunk(step, metrics):
       metrics = distributed.to_host(metrics)

@@ -5,10 +5,9 @@ Shape legend: B batch, L sequence length.
 The strings are drawn from a counter-based hash of the key's two words and
 each element's index (`lowbias32`, a bijective 32-bit mixer), not from
 `jax.random`: the same determinism (every string is a function of seed,
-stream, step and position), one fused elementwise op, and it compiles in
-about 0.3 s where threefry's five calls took 1.4 s in every program that draws
-data: a third of each group's compile time on a CPU. Parameters are still
-initialised with `jax.random`.
+stream, step and position), one fused elementwise op that compiles in a
+fraction of threefry's time in every program that draws data
+(docs/ENGINEERING.md). Parameters are still initialised with `jax.random`.
 
 The memory task (the lesson's panel): position 0 holds `A` or `B`, positions
 1..L-2 hold neutral filler drawn at random, position L-1 holds the query

@@ -9,12 +9,11 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
 # The tests' programs are tiny and most run once: compiling them is most of
 # the suite's time. LLVM's optimisation level 0 (XLA's HLO passes, and so
-# the programs' operations and their cost analysis, unchanged) compiles
-# them about a third faster (2026-12-01, 2-core VM: the in-process
-# numerics tests 422 -> 279 CPU-s, the heavy end-to-end files 332 -> 244;
-# every test passes at either level). Every process of the session inherits
-# it (workers, the fork server, each `run.py`); a run outside the tests
-# compiles at XLA's default. Set XLA_FLAGS yourself to test at another.
+# the programs' operations and their cost analysis, unchanged) compiles them
+# about a third faster (docs/ENGINEERING.md); every test passes at either
+# level. Every process of the session inherits it (workers, the fork server,
+# each `run.py`); a run outside the tests compiles at XLA's default. Set
+# XLA_FLAGS yourself to test at another.
 if 'xla_backend_optimization_level' not in os.environ.get('XLA_FLAGS', ''):
   os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') +
                              ' --xla_backend_optimization_level=0').strip()
@@ -39,22 +38,21 @@ def pytest_configure(config):
 
 # The files in the order the two workers take them (`--dist loadfile`): the
 # longest first, so that no long file starts last while the other worker
-# idles. Seconds each took under `-n 2` on the 2-core VM (2026-12-01); a
-# file not named here follows them.
+# idles; a file not named here follows them.
 SLOWEST_FIRST = (
-    'test_linear_models.py',  # 168
-    'test_cost.py',  # 120
-    'test_analysis.py',  # 108
-    'test_heads_induction.py',  # 72
-    'test_resume.py',  # 70
-    'test_ownership.py',  # 68
-    'test_scale.py',  # 68
-    'test_gradient.py',  # 64
-    'test_train.py',  # 44
-    'test_distance_e2e.py',  # 42
-    'test_attention.py',  # 41
-    'test_models.py',  # 34
-    'test_all.py',  # 33
+    'test_linear_models.py',
+    'test_cost.py',
+    'test_analysis.py',
+    'test_heads_induction.py',
+    'test_resume.py',
+    'test_ownership.py',
+    'test_scale.py',
+    'test_gradient.py',
+    'test_train.py',
+    'test_distance_e2e.py',
+    'test_attention.py',
+    'test_models.py',
+    'test_all.py',
 )
 
 

@@ -34,12 +34,21 @@ def test_all_reads_the_union_of_its_parts():
   assert 'vocab' in union and 'vocab' not in experiments.fields('distance')
 
 
-def test_help_shows_each_field_flag_type():
+def test_help_is_the_users_and_lists_every_flag():
   proc = run_py('--help')
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stdout.startswith('Searchlight: why attention replaced '
+                                'recurrence')
   text = ' '.join(proc.stdout.split())
   assert '--lengths: sequence lengths L' in text
-  assert '(a comma list of distinct integers >= 3)' in text
-  assert '(a finite number > 0)' in text and '--print_config' in text
+  assert '[a comma list of distinct integers >= 3]' in text
+  assert '[a finite number > 0]' in text
+  import run
+  from src import config as config_lib, launch
+  for name in (*launch.RUN_FLAGS, *config_lib.flag_fields(), 'print_config',
+               'only_check_args', 'flagfile'):
+    assert f'--{name}:' in text, name
+  assert 'intentionally' not in text  # no developer notes
 
 
 def test_print_config_shows_the_chrono_horizon(tmp_path):

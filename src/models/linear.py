@@ -42,12 +42,9 @@ def _read_out(classifier, h_BxLxD, per_position):
 # Positions per chunk where a recurrence runs as a `lax.scan` over chunks
 # with each chunk's positions unrolled (Mamba's selective scan): the state
 # entering each chunk is all its VJP keeps, so C trades memory (L / C states)
-# against a longer program. On a 2-core CPU with the state as (B, N, I), a
-# training step of two layers (d_model 32) with chunks of 4 took 129-142 ms
-# against 148-170 with 16 (128 strings, L=32; 2 and 8: 145 and 143, 1: 154),
-# 313 against 382 (64 strings, L=200) and 262 against 332 (d_model 64, L=24),
-# and compiled in half the time (5-6 s against 10-11); at 32 strings, L=200,
-# 4 to 16 are within the noise (162-201 ms). Accelerators get longer chunks.
+# against a longer program. On a CPU, chunks of 4 ran faster than 1, 2, 8
+# and 16 and compiled in half the time of 16 (docs/ENGINEERING.md has the
+# measurements); accelerators get longer chunks.
 SCAN_CHUNK_BY_BACKEND = {'cpu': 4}
 SCAN_CHUNK_DEFAULT = 64
 
@@ -460,13 +457,9 @@ def _ssm_step(h_BxNxI, u_BxI, delta_BxI, A_NxI, b_BxN):
 
 
 # Contractions over N or I, as `einsum`: a dot with one batch axis (the
-# strings, and the seeds under vmap). Written as a product and a sum (a
-# YNNPACK reduce fusion), Mamba's training step ran at 0.255 of the LSTM's
-# rate at L=200 against 0.332-0.340 as `einsum` (the throughput experiment's
-# ensemble, both compiled in one process and timed in interleaved rounds,
-# 2026-12-02), and at L=8192 (batch 2) took 2.27-2.35 the LSTM's step
-# against 1.76-1.96. Contracting over the chunk's positions as well, (B, C)
-# batch axes, was slower: many tiny matrix products.
+# strings, and the seeds under vmap), faster than a product and a sum (a
+# reduce fusion) and than contracting over the chunk's positions as well
+# (many tiny matrix products): docs/ENGINEERING.md has the A/B.
 def _sum_n(x_BxNxI, y_BxN):
   return jnp.einsum('bni,bn->bi', x_BxNxI, y_BxN)
 
