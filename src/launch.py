@@ -197,8 +197,12 @@ def check_only(plan: Plan, flags: Flags) -> None:
       config_lib.check_memory(plan.config, plan.experiment.estimate_bytes)
   except config_lib.ConfigError as e:
     fail(str(e))
+  try:
+    listed = work_table(plan)  # a part's own checks run here too
+  except config_lib.ConfigError as e:
+    fail(str(e))
   print(f'--exp={flags.exp}: the flags are valid; nothing was written')
-  print_work(plan)
+  print(listed)
   warn_power(plan)
   sys.exit(0)
 
@@ -210,7 +214,7 @@ def check_only(plan: Plan, flags: Flags) -> None:
 SECONDS_PER_WORK = 4e-8
 
 
-def print_work(plan: Plan) -> None:
+def work_table(plan: Plan) -> str:
   """What the run will train: each part (or the experiment), its groups,
   seeds and rates, and an estimated time at the reference speed."""
   from src import experiment  # deferred: it imports jax
@@ -232,11 +236,11 @@ def print_work(plan: Plan) -> None:
                  f'{config.seeds} x {len(config.rates)}',
                  f'{work * SECONDS_PER_WORK / 60:.0f} min'])
   from src import record
-  print(record.table(rows, ['part' if plan.parts else 'exp', 'experiment',
-                            'trains', 'seeds x rates', 'estimated']))
-  print(f'estimated: about {total / 60:.0f} minutes of training at the speed '
-        'of the CPU docs/REPORT.md ran on (cells, and compiles, not '
-        'counted; Mamba and the LRU take longer than estimated)')
+  return (record.table(rows, ['part' if plan.parts else 'exp', 'experiment',
+                              'trains', 'seeds x rates', 'estimated'])
+          + f'\nestimated: about {total / 60:.0f} minutes of training at the '
+          'speed of the CPU docs/REPORT.md ran on (cells, and compiles, not '
+          'counted; Mamba and the LRU take longer than estimated)')
 
 
 def warn_power(plan: Plan) -> None:

@@ -90,13 +90,19 @@ def test_print_config_says_where_each_value_came_from(tmp_path):
 def test_only_check_args_checks_and_writes_nothing(tmp_path):
   args = [f'--workdir={tmp_path}/run', f'--checkpoint_dir={tmp_path}/c',
           '--only_check_args']
-  proc, valid = run_py_forked([['--lengths=2', *args],
-                               ['--exp=all', '--vocab=8', '--seeds=2', *args]])
+  proc, part, valid = run_py_forked([
+      ['--lengths=2', *args], ['--exp=all', '--vocab=8', '--seeds=2', *args],
+      ['--exp=all', '--vocab=40', '--seeds=2', *args]])
   assert proc.returncode == 2
   assert proc.stderr.startswith('error: --lengths: expected comma-separated')
+  # A part's own check (recall's 8 pairs need 17 tokens) is run too.
+  assert part.returncode == 2 and part.stderr.startswith('error: --vocab: ')
+  assert len(part.stderr.strip().splitlines()) == 1
   proc = valid
   assert proc.returncode == 0, proc.stderr
   assert 'the flags are valid' in proc.stdout
+  # The parts, their groups and an estimated time.
+  assert 'gives_way' in proc.stdout and 'estimated: about' in proc.stdout
   assert not list(tmp_path.iterdir())
 
 
