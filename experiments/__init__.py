@@ -13,7 +13,7 @@ from src.config import Config
 
 EXPERIMENTS = ('distance', 'gating', 'attention', 'gradient', 'cost', 'heads',
                'induction', 'budget', 'throughput', 'routing', 'recall',
-               'all')
+               'lstm97', 'all')
 
 
 _REGISTERED = {}  # experiments registered at run time (tests, notebooks)

@@ -59,7 +59,7 @@ ONE_LENGTH = True  # its summary and claims are of one length
 accepts = lambda spec: True
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'depths', 'num_heads', 'vocab', 'seeds', 'seed',
-          'induction_task', 'steps', 'batch_size', 'learning_rate',
+          'induction_task', 'test_lengths', 'steps', 'batch_size', 'learning_rate',
           'learning_rates', 'd_model',
           'chrono_horizon', 'eval_examples', 'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '7. Depth (induction)', 'induction.png'  # in REPORT.md
@@ -146,18 +146,24 @@ def on_chunk(group, config, step, probe, writer):
                             ('induction', 'induction'))}
 
 
+def test_lengths(config, length):
+  """The lengths a model that reads any length is tested at: --test_lengths,
+  else LONGER times the training length."""
+  return [n for n in (config.test_lengths or [k * length for k in LONGER])
+          if n != length]
+
+
 def measure(group, ensemble, params, config):
   """The probe on test strings of the training length; for a model that
-  reads any length, also the accuracy at each of LONGER times it (fresh
+  reads any length, also the accuracy at each of `test_lengths` (fresh
   strings of the same task), as the Mamba paper's Table 2 tests."""
   final = ensemble.measure(params, probe_for(group.model),
                            num_examples=config.eval_examples)
   if models_lib.takes_any_length(group.model,
                                  **ensemble.recipe['model_kwargs']):
-    for k in LONGER:
-      longer = tasks_lib.make_task(group.task, k * group.length,
-                                   **group.task_params)
-      final[f'accuracy_{k}x'] = ensemble.evaluate(
+    for n in test_lengths(config, group.length):
+      longer = tasks_lib.make_task(group.task, n, **group.task_params)
+      final[f'accuracy_at_{n}'] = ensemble.evaluate(
           params, num_examples=config.eval_examples, task=longer)['accuracy']
   return final
 
@@ -174,9 +180,9 @@ def rows(group, final, config, timing) -> dict:
              for s in range(config.seeds) for layer in range(depth)
              for h in range(config.num_heads)]
   longer = [dict(model=model, num_layers=depth, length=length, seed=s,
-                 test_length=k * length, accuracy=final[f'accuracy_{k}x'][s])
-            for k in LONGER if f'accuracy_{k}x' in final
-            for s in range(config.seeds)]
+                 test_length=n, accuracy=final[f'accuracy_at_{n}'][s])
+            for n in test_lengths(config, length)
+            if f'accuracy_at_{n}' in final for s in range(config.seeds)]
   return {'heads.csv': heads, 'extrapolation.csv': longer,
           'results.csv': [dict(model=model, num_layers=depth, length=length,
                                seed=s, accuracy=final['accuracy'][s])
@@ -242,6 +248,7 @@ DEPTH_FAMILY = ('one attention layer cannot fetch what follows a token; two '
                 'layers can')
 LAYERED_FAMILY = 'two layers of a layered model do induction'
 CONTROL_FAMILY = "two layers reach the Mamba paper's induction result"
+EXTRAPOLATION_FAMILY = "two layers keep the Mamba paper's accuracy on longer strings"
 
 
 def planned_claims(config) -> list:
@@ -314,11 +321,37 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
           dict(accuracy=[two[s] for s in seeds], what='2 layers', **null),
           dict(model=model, num_layers=2), gates=can_gates))
     if config.induction_task == 'trigger_induction':
-      out.append(control_claim(model, two, (longer or {}).get(
-          accuracy_key(model, 2), {}), check(
-              model, 2, [s for s in seeds
-                         if not stats.reaches(two[s], CONTROL)])))
+      at = (longer or {}).get(accuracy_key(model, 2), {})
+      out.append(control_claim(model, two, at, check(
+          model, 2, [s for s in seeds
+                     if not stats.reaches(two[s], CONTROL)])))
+      if at:
+        out.append(extrapolation_claim(model, L, two, at))
   return out
+
+
+def extrapolation_claim(model, L, two, longer) -> Claim:
+  """Table 2 of the Mamba paper, as its rows read: a 2-layer model trained
+  at L, tested at longer (and shorter) lengths, keeps (a check mark) or
+  loses its accuracy; Mamba keeps it up to 2^20, attention with RoPE or
+  xPos falls off beyond 2x. Per seed the worst accuracy over the training
+  length and every test length, against CONTROL (claims.THRESHOLD: a
+  Wilcoxon test of those values; a model that falls off anywhere has a
+  low worst)."""
+  lengths = sorted(int(n) for n in longer)
+  seeds = sorted(two)
+  worst = [min([two[s]] + [longer[str(n)][s] for n in lengths
+                           if s in longer[str(n)]]) for s in seeds]
+  return Claim(
+      f'Two layers of {model}, trained at L={L}, keep {CONTROL:.0%} '
+      f'induction accuracy at every tested length from {min(lengths + [L])} '
+      f'to {max(lengths + [L])} (the Mamba paper, Table 2: Mamba to 2^20; '
+      'attention with RoPE or xPos falls off beyond 2x).',
+      claims_lib.THRESHOLD, EXTRAPOLATION_FAMILY,
+      dict(values=worst, threshold=CONTROL, above=True,
+           what='the worst accuracy over the lengths, per seed'),
+      dict(model=model, num_layers=2),
+      note='lengths tested: ' + ', '.join(str(n) for n in lengths))
 
 
 def control_claim(model, two, longer, check) -> Claim:

@@ -2,7 +2,7 @@
 
 Command: `python run.py --exp=recall` (Mamba's groups are most of its time
 on a CPU), `--quick` for a first look; the Zoology-scale grid is
-`--flagfile=configs/recall_zoology.flags` (an accelerator).
+`--flagfile=configs/zoology_figure2_L064.flags` (and `_L128`, `_L256`, `_L512`: a cell each, for an accelerator).
 
 Task (Arora et al. 2023, "Zoology", sec. 3): a string of L tokens opens
 with P pairs `key value` (distinct keys, values drawn with replacement);
@@ -65,8 +65,10 @@ accepts = lambda spec: spec.state_floats is not None and spec.sequence_outputs
 # The field flags it reads; run.py refuses the others.
 FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
           'learning_rate', 'learning_rates', 'num_heads', 'num_layers',
-          'chrono_horizon', 'pairs', 'widths', 'vocab', 'eval_examples',
-          'chunk_steps', 'checkpoint_every')
+          'chrono_horizon', 'pairs', 'widths', 'vocab', 'recall_task',
+          'power_a', 'optimizer', 'weight_decay', 'schedule',
+          'train_strings', 'early_stop', 'eval_examples', 'chunk_steps',
+          'checkpoint_every')
 SECTION, FIGURE = '9. The summary that fills up (recall)', 'recall.png'
 COLUMNS = ['model', 'length', 'num_pairs', 'd_model', 'num_layers', 'seed',
            'accuracy', 'loss', 'state_floats', 'steps', 'wall_s',
@@ -92,9 +94,30 @@ def grid(config: Config) -> list[tuple[int, int]]:
           if 4 * P <= L]
 
 
+def num_values(config: Config) -> int:
+  """The values a query's answer is drawn from (chance is one over it)."""
+  if config.recall_task == 'mqar':
+    return config.vocab - config.vocab // 2
+  return tasks_lib.recall_vocab(config.vocab)[0]
+
+
+def task_params(config: Config, pairs: int) -> dict:
+  if config.recall_task == 'mqar':
+    return {'num_pairs': pairs, 'vocab': config.vocab,
+            'power_a': config.power_a}
+  return {'num_pairs': pairs, 'vocab': config.vocab}
+
+
 def check(config: Config) -> None:
   """One-line errors naming the flag, before anything runs."""
-  keys, _ = tasks_lib.recall_vocab(config.vocab)
+  if config.recall_task == 'mqar':
+    for L, P in grid(config):
+      try:
+        tasks_lib.check_mqar(L, P, config.vocab)
+      except ValueError as e:
+        raise ConfigError(f'--recall_task=mqar: {e}') from None
+  keys = (config.vocab // 2 - 1 if config.recall_task == 'mqar'
+          else tasks_lib.recall_vocab(config.vocab)[0])
   if max(config.pairs) > keys:
     raise ConfigError(f'--vocab: {max(config.pairs)} pairs need distinct '
                       f'keys; --vocab={config.vocab} has {keys} (use >= '
@@ -116,7 +139,8 @@ def estimate_bytes(config: Config) -> int:
   anything is written)."""
   from src import config as config_lib
   check(config)
-  values = tasks_lib.recall_vocab(config.vocab)[0]
+  values = (config.vocab if config.recall_task == 'mqar'
+            else tasks_lib.recall_vocab(config.vocab)[0])
   logits = 2 * 4 * config.members * max(2 * config.batch_size, 256) * max(
       config.lengths) * values
   return logits + config_lib.estimate_bytes(
@@ -129,11 +153,15 @@ def group_name(model, length, pairs, width) -> str:
 
 def groups(config: Config) -> list:
   check(config)
+  # Zoology's models read the whole vocabulary through a head tied to the
+  # embeddings (zoology/model.py's lm_head): with its task, so do these.
+  tied = {'tied_head': True} if config.recall_task == 'mqar' else {}
   return [experiment.group(
-      m, L, name=group_name(m, L, P, w), task='recall',
-      task_params={'num_pairs': P, 'vocab': config.vocab},
+      m, L, name=group_name(m, L, P, w), task=config.recall_task,
+      task_params=task_params(config, P),
       key=dict(model=m, length=L, num_pairs=P, d_model=w),
-      work_scale=w / 32 * layers_of(m, config), d_model=w, num_pairs=P)
+      work_scale=w / 32 * layers_of(m, config), d_model=w, num_pairs=P,
+      **tied)
           for m in config.models for L, P in grid(config)
           for w in config.widths]
 
@@ -310,7 +338,7 @@ def planned_claims(config) -> list:
 def summarize(config: Config, rows, curves=()) -> dict:
   table = accuracy_table(rows)
   out = {'accuracy': [], 'width_needed': [], 'chance':
-         1 / tasks_lib.recall_vocab(config.vocab)[0], 'claims': []}
+         1 / num_values(config), 'claims': []}
   widths = sorted(config.widths)
   for (m, L, P, w), by_seed in sorted(table.items()):
     v = [by_seed[s] for s in sorted(by_seed)]
@@ -382,37 +410,43 @@ def figure(config, summary, rows, kept, folder, writer=None):
 
 
 def plot(config, summary, path, writer=None):
-  """Per model, mean query accuracy over (pairs, width) at the longest
-  length; last panel: the state (floats) each model needs to recall 99%
-  against the pairs (Zoology's Figure 2 plots accuracy against width)."""
+  """Zoology's Figure 2 (Arora et al. 2023): query accuracy against the
+  width d_model, one panel per (length, pairs) cell, a line per model (its
+  seed mean) and a mark per seed; then the state (floats) each model needs
+  to recall 99% against the pairs, at the longest length."""
   plt = record.pyplot()
-  L = max(config.lengths)
+  cells = grid(config)
   models = [m for m in config.models
-            if any(r['model'] == m and r['length'] == L
-                   for r in summary['accuracy'])]
-  pairs = sorted(P for L2, P in grid(config) if L2 == L)
+            if any(r['model'] == m for r in summary['accuracy'])]
   widths = sorted(config.widths)
-  fig, axes = plt.subplots(1, len(models) + 1,
-                           figsize=(2.6 * (len(models) + 1) + 0.6, 3.2))
+  fig, axes = plt.subplots(1, len(cells) + 1,
+                           figsize=(2.8 * (len(cells) + 1) + 0.6, 3.3))
   axes = np.atleast_1d(axes)
-  acc = {(r['model'], r['num_pairs'], r['d_model']): r['mean']
-         for r in summary['accuracy'] if r['length'] == L}
-  for ax, m in zip(axes, models):
-    grid_WxP = np.array([[acc.get((m, P, w), np.nan) for P in pairs]
-                         for w in widths])
-    ax.imshow(grid_WxP, origin='lower', vmin=0, vmax=1,
-                      cmap='viridis', aspect='auto')
-    for i in range(len(widths)):
-      for j in range(len(pairs)):
-        if np.isfinite(grid_WxP[i, j]):
-          ax.text(j, i, f'{grid_WxP[i, j]:.2f}', ha='center', va='center',
-                  fontsize=7, color='w' if grid_WxP[i, j] < 0.6 else 'k')
-    ax.set_xticks(range(len(pairs)), pairs)
-    ax.set_yticks(range(len(widths)), widths)
-    ax.set_xlabel('key-value pairs')
-    ax.set_title(m, fontsize=9, color=models_lib.get(m).color)
-  axes[0].set_ylabel('d_model')
-  ax = axes[-1]
+  found = {(r['model'], r['length'], r['num_pairs'], r['d_model']): r
+           for r in summary['accuracy']}
+  for ax, (L, P) in zip(axes, cells):
+    for i, m in enumerate(models):
+      color = models_lib.get(m).color
+      here = [(w, found[m, L, P, w]) for w in widths if (m, L, P, w) in found]
+      if not here:
+        continue
+      ax.plot([w for w, _ in here], [r['mean'] for _, r in here], color=color,
+              lw=1.2, ls=record.LINE_STYLES[i % len(record.LINE_STYLES)],
+              zorder=2, label=m)
+      record.seed_dots(ax, [w for w, _ in here], [r['seeds'] for _, r in here],
+                       color, offset=0.015 * (i - (len(models) - 1) / 2),
+                       marker=record.MARKERS[i % len(record.MARKERS)])
+    ax.axhline(summary['chance'], color='k', ls=':', lw=1)
+    ax.set_xscale('log', base=2)
+    ax.set_xticks(widths, widths)
+    ax.minorticks_off()
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel('d_model')
+    ax.set_title(f'L={L}, {P} pairs', fontsize=9)
+    ax.grid(alpha=0.3)
+  axes[0].set_ylabel('query accuracy')
+  axes[0].legend(fontsize=6, loc='lower right')
+  ax, L = axes[-1], max(config.lengths)
   for m in models:
     points = [(r['num_pairs'], r['state_floats'])
               for r in summary['width_needed']
@@ -421,19 +455,20 @@ def plot(config, summary, path, writer=None):
     if points:
       ax.plot(*zip(*points), marker='o', color=models_lib.get(m).color,
               label=m)
+  pairs = sorted(P for L2, P in cells if L2 == L)
   ax.set_xscale('log', base=2)
   ax.set_xticks(pairs, pairs)
   ax.set_yscale('log')
   ax.set_xlabel('key-value pairs')
   ax.set_ylabel(f'state floats to recall {RECALLS:.0%}')
-  ax.set_title('state needed (median seed)', fontsize=9)
-  if ax.get_legend_handles_labels()[0]:
-    ax.legend(fontsize=6)
-  fig.suptitle(f'Multi-query recall: mean query accuracy (colour 0..1, chance '
-               f'{summary["chance"]:.3f}), L={L}, {config.seeds} seeds, '
-               f'{config.steps} steps (cf. Zoology, Arora et al. 2023, '
-               'Figure 2)', fontsize=9)
-  fig.subplots_adjust(wspace=0.55, top=0.84, bottom=0.17)
+  ax.set_title(f'state needed (median seed), L={L}', fontsize=9)
+  task = ("Zoology's MQAR" if config.recall_task == 'mqar'
+          else 'associative recall (Searchlight\'s variant)')
+  fig.suptitle(f'{task}: query accuracy against width (line: seed mean; '
+               f'marks: each of {config.seeds} seeds; dotted: chance '
+               f'{summary["chance"]:.3f}), {config.steps} steps; cf. Arora '
+               'et al. 2023, Figure 2', fontsize=9)
+  fig.subplots_adjust(wspace=0.45, top=0.82, bottom=0.17)
   record.save_figure(fig, path, writer, 'figures/recall')
 
 

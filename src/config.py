@@ -28,6 +28,8 @@ def _field(default, doc, syntax=None, parse=None, *, defines_run=True):
 
 
 INDUCTION_TASKS = ('induction', 'trigger_induction')
+RECALL_TASKS = ('recall', 'mqar')
+OPTIMIZERS, SCHEDULES = ('adam', 'adamw', 'sgd'), ('constant', 'cosine')
 _COUNT, _COUNTS = 'an integer >= 1', 'a comma list of distinct integers >= 1'
 _count = lambda flag, text, context: _int(flag, text)
 _counts = lambda flag, text, context: _int_list(flag, text, 1)
@@ -86,6 +88,11 @@ class Config:
   depths: tuple[int, ...] = _field(
       (1, 2), 'attention depths compared (--exp=induction)', _COUNTS,
       _counts)
+  test_lengths: tuple[int, ...] = _field(
+      (), 'the lengths --exp=induction tests a model that reads any length '
+      'at, beside its training length (default: 2x and 4x it)',
+      'a comma list of integers >= 3',
+      lambda flag, text, context: _int_list(flag, text, 3))
   vocab: int = _field(16, 'token vocabulary of the induction task',
                       'an integer >= 3',
                       lambda flag, text, context: _int(flag, text, minimum=3))
@@ -123,6 +130,39 @@ class Config:
       'a comma list of the parts of --exp=all',
       lambda flag, text, context: _choice_list(
           flag, text, context.get('parts') or _list(flag, text)))
+  recall_task: str = _field(
+      'recall', "the recall experiment's task: `recall` (Searchlight's "
+      'variant: uniform query slots, the answer after each query, values '
+      "with replacement, a read-out over the values) or `mqar` (Zoology's, "
+      'as published: power-law query slots, the filler after each query, '
+      'distinct values, a read-out tied to the embeddings over the '
+      'vocabulary)', 'recall or mqar',
+      lambda flag, text, context: _choice(flag, text, RECALL_TASKS))
+  power_a: float = _field(
+      0.01, "the mqar task's query-slot power law a (p(slot i) ~ "
+      '(i+1)^(a-1); 1 is uniform)', 'a number in (0, 1]',
+      lambda flag, text, context: _unit(flag, text))
+  optimizer: str = _field(
+      'adam', 'the optimiser: adam (constant rate), adamw (decoupled weight '
+      'decay, --weight_decay) or sgd (plain gradient descent)',
+      'adam, adamw or sgd',
+      lambda flag, text, context: _choice(flag, text, OPTIMIZERS))
+  weight_decay: float = _field(
+      0.0, "AdamW's decoupled weight decay (--optimizer=adamw)",
+      'a number >= 0', lambda flag, text, context: _nonnegative(flag, text))
+  schedule: str = _field(
+      'constant', 'the learning rate over training: constant, or cosine '
+      '(from the rate to 0 at --steps)', 'constant or cosine',
+      lambda flag, text, context: _choice(flag, text, SCHEDULES))
+  train_strings: int = _field(
+      0, 'a fixed training set of this many strings, shuffled every epoch '
+      '(0: fresh strings every step)',
+      f'an integer in [0, {2**20}]',
+      lambda flag, text, context: _int_at_most(flag, text, 0, 2**20))
+  early_stop: float = _field(
+      0.0, 'a seed stops training once its test accuracy (the test curve, '
+      'every chunk) reaches this (0: never)', 'a number in [0, 1)',
+      lambda flag, text, context: _fraction(flag, text))
   eval_examples: int = _field(2048, 'fresh test strings per seed', _COUNT,
                               _count)
   chunk_steps: int = _field(100, 'steps per compiled scan chunk (log points)',
@@ -207,6 +247,34 @@ def _fraction(flag, text):
   return value
 
 
+def _unit(flag, text):
+  try:
+    value = float(text)
+  except (TypeError, ValueError):
+    value = math.nan
+  if not 0 < value <= 1:
+    raise ConfigError(f'--{flag}: expected a number in (0, 1], got {text!r}')
+  return value
+
+
+def _nonnegative(flag, text):
+  try:
+    value = float(text)
+  except (TypeError, ValueError):
+    value = math.nan
+  if not (math.isfinite(value) and value >= 0):
+    raise ConfigError(f'--{flag}: expected a number >= 0, got {text!r}')
+  return value
+
+
+def _int_at_most(flag, text, minimum, maximum):
+  value = _int(flag, text, minimum=minimum)
+  if value > maximum:
+    raise ConfigError(f'--{flag}: expected an integer in [{minimum}, '
+                      f'{maximum}], got {value}')
+  return value
+
+
 def _rate(flag, text):
   try:
     value = float(text)
@@ -269,11 +337,13 @@ def _choice_list(flag, text, choices):
 
 def parse(defaults: Config, raw: dict, *, models=None,
           min_length=tasks_lib.MIN_LENGTH, one_length: bool = False,
-          parts=None) -> Config:
+          parts=None, reads=None) -> Config:
   """Overrides `defaults` with the flags given as text (None: not given).
   `models`: the names `--models` accepts (default: every registered one);
   `one_length`: the experiment summarises a single length; `parts`: the
-  names `--parts` accepts (an experiment made of parts)."""
+  names `--parts` accepts (an experiment made of parts); `reads`: the
+  fields the experiment reads (None: all), the only ones checked against
+  each other."""
   context = {'models': models_lib.names() if models is None else models,
              'min_length': min_length, 'parts': parts}
   updates = {name: _FIELDS[name].metadata['parse'](name, text, context)
@@ -289,6 +359,8 @@ def parse(defaults: Config, raw: dict, *, models=None,
                       f'{",".join(map(str, config.lengths))}')
   for flag, counts in (('num_heads', (config.num_heads,)),
                        ('heads', config.heads)):
+    if reads is not None and flag not in reads:
+      continue
     for h in counts:
       if config.d_model % h:
         raise ConfigError(f'--{flag}: must divide --d_model={config.d_model},'

@@ -25,7 +25,9 @@ prints the table and the claims.
 
 import abc
 import concurrent.futures
+import contextlib
 import dataclasses
+import io
 import time
 from typing import Callable
 
@@ -36,6 +38,7 @@ from src import claims as claims_lib
 from src import models as models_lib
 from src import record
 from src import rundir
+from src import storage
 from src import sweep
 from src import tasks as tasks_lib
 from src import train as train_lib
@@ -79,9 +82,9 @@ class Group:
 
   def model_kwargs(self) -> dict:
     """Width, heads and layers set per group (in its hparams) override the
-    config's."""
-    return {k: self.hparams[k] for k in ('d_model', 'num_heads', 'num_layers')
-            if k in self.hparams}
+    config's; a group may tie its read-out to the embeddings."""
+    return {k: self.hparams[k] for k in ('d_model', 'num_heads', 'num_layers',
+                                         'tied_head') if k in self.hparams}
 
 
 def group(model: str, length: int, *, name: str | None = None,
@@ -103,10 +106,13 @@ def group(model: str, length: int, *, name: str | None = None,
 
 
 def hparams_for(model: str, length: int, **extra) -> dict:
+  """A group's HParams. What `model` implies is named model_*, so that it
+  sorts after `length` and `model`: TensorBoard shows the first five hparams
+  that differ, by name."""
   spec = models_lib.get(model)
-  return {'model': model, 'family': spec.family.name,
-          'architecture': spec.architecture,
-          'initialisation': spec.init_name, 'length': length, **extra}
+  return {'model': model, 'model_family': spec.family.name,
+          'model_architecture': spec.architecture,
+          'model_init': spec.init_name, 'length': length, **extra}
 
 
 def model_settings(model: str, config) -> dict:
@@ -135,11 +141,29 @@ def recipe(group: Group, config) -> dict:
               num_classes=task.num_classes,
               num_heads=overrides.get('num_heads', config.num_heads),
               num_layers=overrides.get('num_layers', config.num_layers),
-              **model_settings(group.model, config)),
+              **model_settings(group.model, config),
+              **({'tied_head': True} if overrides.get('tied_head') else {})),
           'task': {'name': task.name, 'length': task.length, **task.params},
           'num_seeds': config.seeds, 'seed': config.seed,
           'batch_size': config.batch_size,
-          'learning_rates': list(config.rates)}
+          'learning_rates': list(config.rates), **training_options(config)}
+
+
+def training_options(config) -> dict:
+  """The recipe's optimiser, fixed training set and early stop, where they
+  are not the defaults (a default recipe stays what it was)."""
+  out = {}
+  if (config.optimizer, config.weight_decay, config.schedule) != (
+      'adam', 0.0, 'constant'):
+    out['optimizer'] = {'name': config.optimizer,
+                        'weight_decay': config.weight_decay,
+                        'schedule': config.schedule,
+                        'decay_steps': config.steps}
+  if config.train_strings:
+    out['train_strings'] = config.train_strings
+  if config.early_stop:
+    out['early_stop'] = config.early_stop
+  return out
 
 
 def recipes(experiment, config) -> dict:
@@ -780,9 +804,35 @@ def finish(module, config, run_dir, rows: list[dict], data: Measured, *,
   record.publish(run_dir, config, summary, lambda writer: module.figure(
       config, summary, rows, data, run_dir.path, writer),
                  fields=module.fields)
-  module.print_table(config, summary)
+  printed = io.StringIO()
+  with contextlib.redirect_stdout(printed):
+    module.print_table(config, summary)
+  print(printed.getvalue(), end='')
+  if summary.get('compile_share') is not None:
+    print(f'Training wall time, as the groups recorded it when they ran: '
+          f'{summary["wall_s"]:.0f}s, of which waiting for compiles '
+          f'{summary["compile_s"]:.0f}s '
+          f'({100 * summary["compile_share"]:.0f}%)')
   print_claims(summary)
+  if run_dir.is_writer:  # the same lines for the report to quote
+    storage.write_whole(run_dir.path / TABLE_FILE, printed.getvalue())
+    print(tensorboard_lines(run_dir.path))
   return summary
+
+
+TABLE_FILE = 'table.txt'  # the table `finish` printed (no timings): the report's
+
+
+# TensorBoard's TIME SERIES with no smoothing (its default 0.6 would bend
+# a curve of a few lengths): the URL the runs print.
+TENSORBOARD_URL = 'http://localhost:6006/?smoothing=0#timeseries'
+
+
+def tensorboard_lines(workdir) -> str:
+  """The commands and the URL that open what a run wrote."""
+  return (f'\nTensorBoard, the finding first: tensorboard --logdir '
+          f'{workdir}/tb/overview\n  then open {TENSORBOARD_URL}\n'
+          f'every group and seed: tensorboard --logdir {workdir}/tb')
 
 
 def training_time(module, config, rows) -> dict:

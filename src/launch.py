@@ -66,7 +66,7 @@ def parse_for(experiment, raw: dict, quick: bool) -> config_lib.Config:
       defaults(experiment, quick), {k: v for k, v in raw.items()
                                     if k in experiment.fields},
       models=models_lib.names(experiment.accepts),
-      one_length=experiment.one_length)
+      one_length=experiment.one_length, reads=experiment.fields)
 
 
 def resolve(flags: Flags, experiments, argv, *,
@@ -90,7 +90,7 @@ def resolve(flags: Flags, experiments, argv, *,
       defaults(experiment, flags.quick), flags.fields,
       models=models_lib.names(experiment.accepts),
       one_length=experiment.one_length,
-      parts=experiment.part_names())
+      parts=experiment.part_names(), reads=reads)
   # --exp=all: every part's config as its own process will parse it, its
   # own flags first, the user's on top.
   from src import experiment as runner  # deferred: it imports jax

@@ -243,14 +243,16 @@ def _first(key, shape, count):
 
 def recall_batch(key, batch_size: int, length: int, num_pairs: int,
                  vocab: int):
-  """Multi-query associative recall (MQAR; Arora et al. 2023, "Zoology"):
-  positions 0..2P-1 hold P pairs `key value` (distinct keys, values drawn
-  with replacement); the rest of the string is two-token slots, P of them
-  (chosen at random) holding a query `key value` for every key once, in
-  random order, the others filler. The label at a query's key is its value
-  (0..V-1); every other position is -1 (nothing asked). Zoology spaces the
-  queries by a power law and fills with random tokens; here the slots are
-  uniform and the filler one neutral token, so a filler never repeats a key.
+  """Searchlight's associative recall, a variant of Zoology's MQAR
+  (`mqar_batch` is Zoology's own): positions 0..2P-1 hold P pairs `key
+  value` (distinct keys, values drawn with replacement); the rest of the
+  string is two-token slots, P of them (chosen uniformly) holding a query
+  `key value` for every key once, in random order, the others one neutral
+  filler token. The label at a query's key is its value (0..V-1); every
+  other position is -1 (nothing asked). It differs from Zoology's in three
+  ways: values may repeat, the query slots are uniform (Zoology's follow a
+  power law, most near the pairs), and the answer follows each query (in
+  Zoology's, the filler does).
 
   Returns (tokens_BxL, labels_BxL).
   """
@@ -275,6 +277,100 @@ def recall_batch(key, batch_size: int, length: int, num_pairs: int,
   labels = jnp.full((B, length), -1, jnp.int32).at[rows, query_BxP].set(
       asked_values)
   return tokens.astype(jnp.int32), labels.astype(jnp.int32)
+# -- Zoology's MQAR, as published (Arora et al. 2023) -------------------------
+# Tokens as zoology/data/multiquery_ar.py lays them out (HazyResearch/zoology):
+# 0 the filler, keys 1..V/2-1, values V/2..V-1; the labels are token ids
+# (the paper's head reads the whole vocabulary, tied to the embeddings).
+MQAR_POWER_A = 0.01  # the query gaps' power law, Zoology's Figure 2 setting
+
+
+def check_mqar(length: int, num_pairs: int, vocab: int) -> None:
+  if length % 2:
+    raise ValueError(f'mqar task: the length must be even, got {length}')
+  if vocab <= length:
+    raise ValueError(f'mqar task: the vocabulary ({vocab}) must exceed the '
+                     f'length ({length}), as Zoology asserts')
+  if 4 * num_pairs > length:
+    raise ValueError(f'mqar task: {num_pairs} pairs need length >= '
+                     f'{4 * num_pairs} (the pairs, then a query slot each), '
+                     f'got {length}')
+  if num_pairs > vocab // 2 - 1:
+    raise ValueError(f'mqar task: {num_pairs} pairs need distinct keys; '
+                     f'vocabulary {vocab} has {vocab // 2 - 1}')
+
+
+def mqar_gap_weights(space: int, power_a: float) -> np.ndarray:
+  """Zoology's query-gap distribution over slots 0..space-1: p(i) ~ (i +
+  1)^(a - 1), normalised (most queries near the pairs)."""
+  p = power_a * np.arange(1, space + 1) ** (power_a - 1)
+  return p / p.sum()
+
+
+def _uniform(key, shape):
+  """Floats in (0, 1), 24 bits."""
+  return ((random_bits(key, shape) >> 8).astype(jnp.float32) + 0.5) / 2**24
+
+
+def mqar_batch(key, batch_size: int, length: int, num_pairs: int,
+               vocab: int, power_a: float = MQAR_POWER_A):
+  """Multi-query associative recall as Zoology generates it
+  (`multiquery_ar`, random_non_queries=False as in its Figure 2): P pairs
+  `key value`, keys and values each distinct; then (L - 2P)/2 two-token
+  slots, P of them (drawn without replacement, p(slot i) ~ (i+1)^(a-1))
+  holding the keys in the pairs' order, each followed, as every other
+  position, by the filler 0. The label at a query is its value's token id;
+  -1 elsewhere. numpy's choice without replacement draws slots one by one
+  in proportion to the weights left: the same law as the top P of log
+  weight + Gumbel noise (Plackett-Luce), drawn here.
+
+  Returns (tokens_BxL, labels_BxL).
+  """
+  check_mqar(length, num_pairs, vocab)
+  B, P, half = batch_size, num_pairs, vocab // 2
+  space = (length - 2 * P) // 2
+  k_keys, k_values, k_gaps = split(key, 3)
+  keys_BxP = 1 + _first(k_keys, (B, half - 1), P)
+  values_BxP = half + _first(k_values, (B, vocab - half), P)
+  log_p = jnp.log(jnp.asarray(mqar_gap_weights(space, power_a), jnp.float32))
+  gumbel = -jnp.log(-jnp.log(_uniform(k_gaps, (B, space))))
+  gaps_BxP = jnp.argsort(-(log_p + gumbel), axis=-1)[:, :P]
+  query_BxP = 2 * P + 2 * gaps_BxP
+  rows = jnp.arange(B)[:, None]
+  tokens = jnp.zeros((B, length), jnp.int32)
+  tokens = tokens.at[:, 0:2 * P:2].set(keys_BxP)
+  tokens = tokens.at[:, 1:2 * P:2].set(values_BxP)
+  tokens = tokens.at[rows, query_BxP].set(keys_BxP)
+  labels = jnp.full((B, length), -1, jnp.int32).at[rows, query_BxP].set(
+      values_BxP)
+  return tokens.astype(jnp.int32), labels.astype(jnp.int32)
+
+
+# -- LSTM'97's long time lags (Hochreiter & Schmidhuber 1997, Experiment 2) ---
+# p + 1 symbols: a_1..a_{p-1} (ids 0..p-2), x (p - 1) and y (p).
+
+
+def long_lag_batch(key, batch_size: int, p: int, random_middle: bool = True):
+  """Task 2b (2a with random_middle=False) of the 1997 paper: the string
+  (s, a_i1, ..., a_i(p-1), s), s x or y at even odds, the middle drawn
+  uniformly from a_1..a_{p-1} (2a: a_1..a_{p-1} in order). The model reads
+  the first p symbols and predicts the next one at every step, as the
+  paper's net does; only the last, s again after p steps, can be known.
+
+  Returns (tokens_BxP, labels_BxP): labels[:, t] is symbol t + 1.
+  """
+  if p < 2:
+    raise ValueError(f'long-lag task: p must be >= 2, got {p}')
+  k_first, k_middle = split(key, 2)
+  first = (p - 1) + coin(k_first, (batch_size, 1))
+  if random_middle:
+    middle = randint(k_middle, (batch_size, p - 1), 0, p - 1)
+  else:
+    middle = jnp.broadcast_to(jnp.arange(p - 1, dtype=jnp.int32),
+                              (batch_size, p - 1))
+  string = jnp.concatenate([first, middle, first], axis=1)
+  return string[:, :-1].astype(jnp.int32), string[:, 1:].astype(jnp.int32)
+
+
 # -- routing against transforming (routing) ------------------------------------
 # Tokens: the first symbol's alphabet 0..k-1, the second's k..2k-1 (its slot
 # is its tag: a symbol is found by its content wherever it stands), the
@@ -447,6 +543,25 @@ def recall_task(length: int, num_pairs: int, vocab: int) -> Task:
       {'num_pairs': num_pairs, 'vocab': vocab})
 
 
+def mqar_task(length: int, num_pairs: int, vocab: int,
+              power_a: float = MQAR_POWER_A) -> Task:
+  """Zoology's MQAR (`mqar_batch`): classes are the whole vocabulary, as
+  its tied head reads them."""
+  check_mqar(length, num_pairs, vocab)
+  return Task(
+      'mqar', length, vocab, vocab,
+      lambda key, n: mqar_batch(key, n, length, num_pairs, vocab, power_a),
+      {'num_pairs': num_pairs, 'vocab': vocab, 'power_a': power_a})
+
+
+def long_lag_task(length: int, random_middle: bool = True) -> Task:
+  """LSTM'97's task 2b (2a): the lag p is the length; p + 1 classes."""
+  return Task(
+      'long_lag', length, length + 1, length + 1,
+      lambda key, n: long_lag_batch(key, n, length, random_middle),
+      {'random_middle': random_middle})
+
+
 def routing_task(length: int, function: str, k: int, num_filler: int,
                  tagged: bool) -> Task:
   """A function of two gathered symbols (copy, xor, sum mod k), at fixed
@@ -468,7 +583,8 @@ def routing_task(length: int, function: str, k: int, num_filler: int,
 
 TASKS = {'memory': memory_task, 'two_symbol': two_symbol_task,
          'induction': induction_task, 'routing': routing_task,
-         'recall': recall_task, 'trigger_induction': trigger_induction_task}
+         'recall': recall_task, 'mqar': mqar_task, 'long_lag': long_lag_task,
+         'trigger_induction': trigger_induction_task}
 
 
 def make_task(name: str, length: int, **params) -> Task:

@@ -107,6 +107,100 @@ def adam(learning_rate, b1: float = 0.9, b2: float = 0.999,
   return optax.GradientTransformation(init, update)
 
 
+# The optimisers a recipe may name (`make_optimizer`; none: Adam at a
+# constant rate, as every recipe before the option).
+
+
+def adamw(learning_rate, weight_decay: float, *, schedule: str = 'constant',
+          decay_steps: int = 1, b1: float = 0.9, b2: float = 0.999,
+          eps: float = 1e-8) -> optax.GradientTransformation:
+  """AdamW (Loshchilov & Hutter 2019) as `optax.adamw` computes it: the
+  Adam direction plus `weight_decay` times the parameter, scaled by the
+  rate; with schedule='cosine' the rate falls as optax's
+  `cosine_decay_schedule(learning_rate, decay_steps)` from the first update
+  to 0 at `decay_steps`. The bias corrections as in `adam`."""
+  base = adam(1.0, b1, b2, eps)
+
+  def rate(count):
+    if schedule == 'constant':
+      return learning_rate
+    t = jnp.minimum(count.astype(jnp.float32), decay_steps) / decay_steps
+    return learning_rate * 0.5 * (1 + jnp.cos(jnp.pi * t))
+
+  def update(grads, state, params):
+    lr = rate(state.count)  # the count before this update, as optax's
+    direction, state = base.update(grads, state)
+    updates = jax.tree.map(lambda d, p: lr * (d - weight_decay * p),
+                           direction, params)
+    return updates, state
+
+  return optax.GradientTransformation(base.init, update)
+
+
+def sgd(learning_rate) -> optax.GradientTransformation:
+  """Plain gradient descent at a constant rate (LSTM'97's on-line
+  updates): an Adam-shaped state, so every optimiser checkpoints alike."""
+  base = adam(1.0)
+
+  def update(grads, state, params=None):
+    del params
+    _, state = base.update(grads, state)  # the count, for the record
+    return jax.tree.map(lambda g: -learning_rate * g, grads), state
+
+  return optax.GradientTransformation(base.init, update)
+
+
+def make_optimizer(spec: dict | None,
+                   learning_rate) -> optax.GradientTransformation:
+  """The optimiser a recipe's `optimizer` names, at `learning_rate`: None is
+  Adam at a constant rate; {'name': 'adamw', 'weight_decay', 'schedule',
+  'decay_steps'} AdamW; {'name': 'sgd'} gradient descent."""
+  name = (spec or {}).get('name', 'adam')
+  if name == 'sgd':
+    return sgd(learning_rate)
+  if name == 'adam' and not (spec or {}).get('weight_decay') and (
+      spec or {}).get('schedule', 'constant') == 'constant':
+    return adam(learning_rate)
+  return adamw(learning_rate, spec.get('weight_decay', 0.0),
+               schedule=spec.get('schedule', 'constant'),
+               decay_steps=spec.get('decay_steps', 1))
+
+
+# Multipliers of the per-epoch shuffle of a fixed training set (primes below
+# 2^15: `_mulmod` stays inside int32 for sets up to 2^20 strings).
+_SHUFFLE_PRIMES = (7919, 7927, 7933, 7937, 7949, 7951, 7963, 7993, 8009,
+                   8011, 8017, 8039, 8053, 8059, 8069, 8081)
+MAX_TRAIN_STRINGS = 2**20
+
+
+def _mulmod(a, p, n):
+  """a p mod n in int32, for a < 2^15 and p < n <= 2^20."""
+  hi, lo = p >> 10, p & 1023
+  return ((a * hi % n) * 1024 % n + a * lo % n) % n
+
+
+def training_strings(task: tasks_lib.Task, data_key, step_index,
+                     batch_size: int, train_strings: int):
+  """The strings of one training step: fresh ones (train_strings 0), or
+  from a fixed set of `train_strings` strings, string i drawn from its own
+  key (fold_in(train stream, i)), each epoch in its own order (the
+  permutation i -> a i + c mod N, a prime coprime to N and c set by the
+  epoch)."""
+  if not train_strings:
+    return task.sample(tasks_lib.train_key(data_key, step_index), batch_size)
+  N = train_strings
+  primes = jnp.asarray([q for q in _SHUFFLE_PRIMES if N % q], jnp.int32)
+  seen = step_index * batch_size + jnp.arange(batch_size)
+  epoch, position = seen // N, seen % N
+  a = primes[epoch % len(primes)]
+  c = tasks_lib.randint(tasks_lib.fold_in(data_key, 0x5EED + epoch), (), 0, N)
+  index = (_mulmod(a, position, N) + c) % N
+  base = tasks_lib.stream_key(data_key, tasks_lib.TRAIN_STREAM)
+  keys = jax.vmap(lambda i: tasks_lib.fold_in(base, i))(index)
+  tokens, labels = jax.vmap(lambda k: task.sample(k, 1))(keys)
+  return tokens[:, 0], labels[:, 0]
+
+
 def cross_entropy(logits_BxC, labels_B):
   """Mean loss and accuracy: one label per string (labels_B, logits_BxC), or
   one per position (labels_BxL, logits_BxLxC) with -1 where the task asks
@@ -133,14 +227,16 @@ def logits_for(model, tokens_BxL, labels_B, **kwargs):
 
 
 def train_step(graphdef, tx, task: tasks_lib.Task, batch_size: int, carry,
-               step_index, *, data_key):
-  """One optimiser step of one seed on `batch_size` fresh strings drawn
-  from (data_key, step_index): carry (params, opt_state, diverged) ->
-  (carry, (loss, accuracy)). A plain function of its inputs, as `lax.scan`
-  wants it; the ensemble vmaps it over seeds."""
+               step_index, *, data_key, train_strings: int = 0,
+               stopped=None):
+  """One optimiser step of one seed on `batch_size` strings drawn from
+  (data_key, step_index) (`training_strings`): carry (params, opt_state,
+  diverged) -> (carry, (loss, accuracy)). A member `stopped` early keeps
+  its parameters. A plain function of its inputs, as `lax.scan` wants it;
+  the ensemble vmaps it over seeds."""
   params, opt_state, diverged = carry
-  tokens_BxL, labels_B = task.sample(
-      tasks_lib.train_key(data_key, step_index), batch_size)
+  tokens_BxL, labels_B = training_strings(task, data_key, step_index,
+                                          batch_size, train_strings)
 
   def loss_fn(params):
     logits = logits_for(nnx.merge(graphdef, params), tokens_BxL, labels_B,
@@ -148,8 +244,15 @@ def train_step(graphdef, tx, task: tasks_lib.Task, batch_size: int, carry,
     return cross_entropy(logits, labels_B)
 
   (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-  updates, opt_state = tx.update(grads, opt_state, params)
-  params = optax.apply_updates(params, updates)
+  updates, new_opt_state = tx.update(grads, opt_state, params)
+  new_params = optax.apply_updates(params, updates)
+  if stopped is None:
+    params, opt_state = new_params, new_opt_state
+  else:
+    keep = lambda old, new: jax.tree.map(
+        lambda o, n: jnp.where(stopped, o, n), old, new)
+    params = keep(params, new_params)
+    opt_state = keep(opt_state, new_opt_state)
   diverged = diverged | ~jnp.isfinite(loss)
   return (params, opt_state, diverged), (loss, acc)
 
@@ -168,8 +271,16 @@ class Ensemble:
                probe: Callable | None = None, probe_examples: int = 512,
                curve_examples: int | None = None,
                eval_examples: int | None = None,
-               min_local_seeds: int = MIN_LOCAL_SEEDS):
+               min_local_seeds: int = MIN_LOCAL_SEEDS,
+               optimizer: dict | None = None, train_strings: int = 0,
+               early_stop: float = 0.0):
     self.task = task
+    # The optimiser (None: Adam, constant rate), a fixed training set of
+    # `train_strings` strings (0: fresh strings every step), and the test
+    # accuracy at which a member stops training (0: never), checked on the
+    # test curve's strings at the end of every chunk.
+    self.optimizer, self.train_strings = optimizer, train_strings
+    self.early_stop = early_stop
     # Test accuracy on `curve_examples` fresh strings at the end of every
     # chunk: the test curve (0: none).
     self.curve_examples = (CURVE_EXAMPLES if curve_examples is None
@@ -197,7 +308,8 @@ class Ensemble:
     self.graphdef, abstract_params = nnx.split(
         nnx.eval_shape(lambda: model_fn(rngs=nnx.Rngs(0))))
     self.num_params = sum(x.size for x in jax.tree.leaves(abstract_params))
-    self.tx = adam(self.learning_rates[0])  # its state: the same at any rate
+    # Its state: the same at any rate.
+    self.tx = make_optimizer(optimizer, self.learning_rates[0])
     self.model_fn = model_fn
     index = member_seeds(num_seeds, len(self.learning_rates), self.padded)
     init_keys, data_keys = seed_keys(seed, self.padded, index)
@@ -219,13 +331,19 @@ class Ensemble:
 
   def _init_one(self, key):
     params = nnx.state(self.model_fn(rngs=nnx.Rngs(key)))
-    return {'params': params, 'opt_state': self.tx.init(params),
-            'diverged': jnp.zeros((), bool)}
+    state = {'params': params, 'opt_state': self.tx.init(params),
+             'diverged': jnp.zeros((), bool)}
+    if self.early_stop:
+      state['stopped'] = jnp.zeros((), bool)
+    return state
 
   def _train_chunk(self, state, data_keys_S, rates_S, start_step, num_steps):
     def one_seed(seed_state, data_key, rate):
-      step = functools.partial(train_step, self.graphdef, adam(rate),
-                               self.task, self.batch_size, data_key=data_key)
+      step = functools.partial(
+          train_step, self.graphdef, make_optimizer(self.optimizer, rate),
+          self.task, self.batch_size, data_key=data_key,
+          train_strings=self.train_strings,
+          stopped=seed_state.get('stopped'))
       carry = (seed_state['params'], seed_state['opt_state'],
                seed_state['diverged'])
       steps_T = start_step + jnp.arange(num_steps)
@@ -236,8 +354,10 @@ class Ensemble:
         metrics['probe'] = self._measure_one(
             params, data_key, self.probe, tasks_lib.PROBE_STREAM,
             self.probe_examples)
-      return ({'params': params, 'opt_state': opt_state,
-               'diverged': diverged}, metrics)
+      out = {'params': params, 'opt_state': opt_state, 'diverged': diverged}
+      if 'stopped' in seed_state:
+        out['stopped'] = seed_state['stopped']
+      return out, metrics
 
     return jax.vmap(one_seed)(state, jax.random.wrap_key_data(data_keys_S),
                               rates_S)
@@ -417,6 +537,10 @@ class Ensemble:
       metrics['test_accuracy'] = self._test(
           state['params'], self.test_examples,
           curve_step=start_step + num_steps, chunks=chunks)['accuracy']
+      if self.early_stop:  # the members at the threshold stop here
+        reached = jnp.asarray(metrics['test_accuracy']) >= self.early_stop
+        state = {**state, 'stopped': state['stopped'] | jax.device_put(
+            reached, state['stopped'].sharding)}
     return state, metrics
 
   def measure(self, params, fn, *, stream=tasks_lib.EVAL_STREAM,
@@ -480,7 +604,10 @@ def build(recipe: dict, **kwargs) -> Ensemble:
       task, num_seeds=recipe['num_seeds'], seed=recipe['seed'],
       batch_size=recipe['batch_size'],
       learning_rates=recipe.get('learning_rates',
-                                [recipe.get('learning_rate')]), **kwargs)
+                                [recipe.get('learning_rate')]),
+      optimizer=recipe.get('optimizer'),
+      train_strings=recipe.get('train_strings', 0),
+      early_stop=recipe.get('early_stop', 0.0), **kwargs)
 
 
 EVAL_CHUNK = 256  # test strings per forward pass in `evaluate`

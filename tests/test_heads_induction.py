@@ -123,6 +123,26 @@ def test_which_models_read_longer_strings(name, any_length):
   assert models.takes_any_length(name, **kwargs) is any_length
 
 
+def test_table2_extrapolation_is_judged(tmp_path):
+  """The Mamba paper's Table 2 as a claim: RoPE attention at the test
+  lengths asked for (shorter and longer), judged on each seed's worst."""
+  _, rows, summary = run_ok(
+      tmp_path, 'induction', '--induction_task=trigger_induction',
+      '--models=attention_rope', '--depths=2', '--num_heads=2', '--lengths=8',
+      '--vocab=6', '--seeds=2', '--steps=40', '--chunk_steps=20',
+      '--batch_size=16', '--eval_examples=64', '--learning_rate=3e-3',
+      '--test_lengths=6,16,24')
+  longer = read_csv(tmp_path / 'run/extrapolation.csv')
+  assert sorted({int(r['test_length']) for r in longer}) == [6, 16, 24]
+  (claim,) = [c for c in summary['claims']
+              if c['family'] == induction.EXTRAPOLATION_FAMILY]
+  assert claim['kind'] == 'threshold' and 'from 6 to 24' in claim['claim']
+  worst = [min([summary['accuracy']['attention_rope_2layer']['seeds'][s]]
+               + [float(r['accuracy']) for r in longer if r['seed'] == str(s)])
+           for s in range(2)]
+  np.testing.assert_allclose(claim['evidence']['values'], worst, atol=1e-6)
+
+
 def test_the_trigger_task_is_the_groups_task():
   config = dataclasses.replace(induction.DEFAULTS,
                                induction_task='trigger_induction')

@@ -147,6 +147,7 @@ def test_decoys_put_a_and_b_in_the_filler_and_change_nothing_else():
     ('induction', 12, dict(vocab=8)),
     ('trigger_induction', 12, dict(vocab=8)),
     ('recall', 24, dict(num_pairs=4, vocab=16)),
+    ('mqar', 24, dict(num_pairs=4, vocab=32)),
     ('routing', 12, dict(function='copy', k=4, num_filler=8, tagged=True)),
 ])
 def test_a_draws_first_strings_are_a_smaller_draws(name, length, params):

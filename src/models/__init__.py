@@ -119,21 +119,42 @@ def names(where: Callable[[ModelSpec], bool] = lambda spec: True
   return tuple(n for n, spec in _REGISTRY.items() if where(spec))
 
 
+class TiedHead(nnx.Module):
+  """A read-out tied to the token embedding, over the whole vocabulary:
+  logits = h E^T, no bias (Zoology's `lm_head`, whose weight is the word
+  embeddings'): a value's own embedding already scores it. The embedding
+  is shared, not copied: one parameter, trained by both uses."""
+
+  def __init__(self, embed: nnx.Embed):
+    self.embed = embed
+
+  def __call__(self, h_BxD):
+    return self.embed.attend(h_BxD)
+
+
 def make_model(name: str, *, vocab_size: int, length: int, d_model: int,
                num_classes: int, num_heads: int = 1, num_layers: int = 1,
-               chrono_horizon: int | None = None,
+               chrono_horizon: int | None = None, tied_head: bool = False,
                rngs: nnx.Rngs) -> nnx.Module:
   """`chrono_horizon`: T_max of a model that `takes_horizon` (None: T_max =
-  L); refused for any other, which has no use for it."""
+  L); refused for any other, which has no use for it. `tied_head`: the
+  read-out is the token embedding's transpose (`TiedHead`), so the classes
+  are the vocabulary."""
   spec = get(name)
   extra = {}
   if chrono_horizon is not None:
     if not spec.takes_horizon:
       raise ValueError(f'model {name!r} takes no chrono_horizon')
     extra['chrono_horizon'] = chrono_horizon
-  return spec.build(vocab_size=vocab_size, length=length, d_model=d_model,
-                    num_classes=num_classes, num_heads=num_heads,
-                    num_layers=num_layers, rngs=rngs, **extra)
+  if tied_head and num_classes != vocab_size:
+    raise ValueError(f'a tied head reads the vocabulary: num_classes '
+                     f'({num_classes}) must equal vocab_size ({vocab_size})')
+  model = spec.build(vocab_size=vocab_size, length=length, d_model=d_model,
+                     num_classes=num_classes, num_heads=num_heads,
+                     num_layers=num_layers, rngs=rngs, **extra)
+  if tied_head:
+    model.classifier = TiedHead(model.token_embed)
+  return model
 
 
 def takes_any_length(name: str, **build_kwargs) -> bool:
@@ -249,6 +270,17 @@ register(ModelSpec(
     activations=_attention_activations, has_attention=True, layered=True,
     state_floats=_kv_cache))
 register(ModelSpec(
+    'attention_rope', ATTENTION,
+    functools.partial(_attention, positions='rope'),
+    init='as attention, with rotary positions (RoPE, Su et al. 2021, base '
+         '10,000) in place of the position embedding: it reads any length '
+         "(the Mamba paper's MHA-RoPE)",
+    init_name='RoPE',
+    color='#fdae6b', architecture='attention',
+    form='every query against every key (L x L), rotary positions',
+    activations=_attention_activations, has_attention=True, layered=True,
+    state_floats=_kv_cache))
+register(ModelSpec(
     'transformer', ATTENTION, _transformer,
     init='Flax default, as attention; LayerNorm scale 1, bias 0; MLP '
          'LeCun-normal kernels, zero biases',
@@ -316,6 +348,26 @@ register(ModelSpec(
     activations=_recurrent_activations(1), loops_over_positions=True,
     form=_SCAN, state_floats=_hidden_state))
 
+
+
+def _lstm97(*, vocab_size, length, d_model, num_classes, num_heads,
+            num_layers, rngs):
+  del num_heads, num_layers  # one layer of cells
+  return recurrent_lib.LSTM97Classifier(
+      vocab_size=vocab_size, length=length, d_model=d_model,
+      num_classes=num_classes, rngs=rngs)
+
+
+register(ModelSpec(
+    'lstm97', GATED, _lstm97,
+    init='Hochreiter & Schmidhuber 1997 (Neural Computation 9(8), sec. 5.2, '
+         'Experiment 2): memory cells with input gates, no forget gate and '
+         'no output gate, g sigmoid, h identity, no biases, one-hot input; '
+         'every weight U(-0.2, 0.2)',
+    init_name='1997: no forget gate',
+    color='#e6550d', architecture='lstm97',
+    activations=_recurrent_activations(2), loops_over_positions=True,
+    form=_SCAN, state_floats=_hidden_state))
 
 # -- linear recurrences, computed in parallel (src/models/linear.py) ---------------
 # Their constructors take the registry's keywords: the class is the factory.

@@ -49,6 +49,22 @@ def cap_weights(att_BxHxQxL, cap_L):
   return capped + freed * share
 
 
+ROPE_BASE = 10_000.0  # Su et al. (2021): theta_i = base^(-2i/K)
+
+
+def rotate(x_BxLxHxK, positions_L):
+  """Rotary position embedding (RoPE, Su et al. 2021): each pair of
+  channels (i, i + K/2) of a query or key at position t turned by the
+  angle t theta_i, so a score depends on positions only through their
+  difference; no parameters, any length."""
+  K = x_BxLxHxK.shape[-1]
+  theta_K2 = ROPE_BASE ** (-jnp.arange(K // 2, dtype=jnp.float32) * 2 / K)
+  angle_LxK2 = positions_L.astype(jnp.float32)[:, None] * theta_K2
+  cos, sin = (f(angle_LxK2)[None, :, None] for f in (jnp.cos, jnp.sin))
+  a, b = x_BxLxHxK[..., :K // 2], x_BxLxHxK[..., K // 2:]
+  return jnp.concatenate([a * cos - b * sin, a * sin + b * cos], -1)
+
+
 class CausalSelfAttention(nnx.Module):
   """Multi-head causal self-attention: every query against every earlier key.
 
@@ -58,11 +74,15 @@ class CausalSelfAttention(nnx.Module):
   positions are exactly the ones the full layer computes there.
   """
 
-  def __init__(self, d_model: int, num_heads: int, *, rngs: nnx.Rngs):
+  def __init__(self, d_model: int, num_heads: int, *, rngs: nnx.Rngs,
+               rope: bool = False):
     if d_model % num_heads:
       raise ValueError(f'd_model={d_model} is not divisible by '
                        f'num_heads={num_heads}')
-    self.num_heads = num_heads
+    if rope and (d_model // num_heads) % 2:
+      raise ValueError(f'rotary positions need an even head width, got '
+                       f'd_model={d_model}, num_heads={num_heads}')
+    self.num_heads, self.rope = num_heads, rope
     linear = lambda: nnx.Linear(d_model, d_model, use_bias=False, rngs=rngs)
     self.query, self.key, self.value, self.out = (linear(), linear(), linear(),
                                                   linear())
@@ -87,6 +107,9 @@ class CausalSelfAttention(nnx.Module):
     q_BxQxHxK = self.query(x_q).reshape(B, -1, H, K)
     k_BxLxHxK = self.key(x_BxLxD).reshape(B, L, H, K)
     v_BxLxHxK = self.value(x_BxLxD).reshape(B, L, H, K)
+    if self.rope:
+      q_BxQxHxK = rotate(q_BxQxHxK, q_pos)
+      k_BxLxHxK = rotate(k_BxLxHxK, jnp.arange(L))
     causal_QxL = jnp.arange(L)[None, :] <= q_pos[:, None]
     if key_mask is not None:  # B x 1 x Q x L (or 1 x Q x L)
       causal_QxL = causal_QxL & jnp.asarray(key_mask)[..., None, None, :]
@@ -114,16 +137,19 @@ class AttentionClassifier(nnx.Module):
   """Token + learned position embeddings, causal attention layers with
   residual connections, a linear classifier on the last position.
   positions=False: no position embedding, so a position can be found by its
-  content only (the causal mask still orders the keys)."""
+  content only (the causal mask still orders the keys); positions='rope':
+  no embedding, queries and keys rotated by their positions (`rotate`),
+  so it reads any length."""
 
   def __init__(self, *, vocab_size: int, length: int, d_model: int,
                num_heads: int, num_layers: int, num_classes: int,
-               rngs: nnx.Rngs, positions: bool = True):
+               rngs: nnx.Rngs, positions: bool | str = True):
     self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
     self.position_embed = (nnx.Embed(length, d_model, rngs=rngs)
-                           if positions else None)
+                           if positions is True else None)
     self.layers = nnx.List([
-        CausalSelfAttention(d_model, num_heads, rngs=rngs)
+        CausalSelfAttention(d_model, num_heads, rngs=rngs,
+                            rope=positions == 'rope')
         for _ in range(num_layers)
     ])
     self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)

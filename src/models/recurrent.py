@@ -179,3 +179,84 @@ def pytorch_uniform(cell, length, key):
   cell.dense_i.kernel[...] = u(k_i, cell.dense_i.kernel.shape)
   cell.dense_h.kernel[...] = u(k_h, cell.dense_h.kernel.shape)
   cell.dense_i.bias[...] = u(k_b1, (D,)) + u(k_b2, (D,))
+
+
+# -- the 1997 LSTM (Hochreiter & Schmidhuber 1997) ---------------------------------
+
+LSTM97_INIT = 0.2  # every weight drawn from U(-0.2, 0.2) (the paper's §5)
+
+
+class LSTM97Classifier(nnx.Module):
+  """The LSTM of Hochreiter & Schmidhuber (1997), as its Experiment 2 (tasks
+  2a and 2b) builds it: memory cells with input gates and no forget gate
+  (the constant error carousel: s_t = s_{t-1} + y_in g(net_c)), g the
+  logistic sigmoid, h the identity, no output gate ("no output gate
+  required"), no bias weights. The input is one-hot (local coding: the
+  tokens are not embedded); the cells and the input gates read the input
+  and the cells' outputs at the step before; the output layer reads the
+  input and the cells (connectivity "B", every layer from every layer
+  below). `d_model` is the number of cells (1 in the paper's 2a and 2b).
+  Every weight U(-0.2, 0.2).
+
+  The gradient is truncated as the paper's: error reaching the nets of the
+  gates and cell inputs goes no further back in time (it flows back through
+  the cells' states alone). Not the paper's, and said where it is used: the
+  output units are a softmax trained on cross-entropy (the paper's are
+  sigmoids on squared error); the cells are there from the start (the
+  paper adds them once the error stops falling).
+  """
+
+  def __init__(self, *, vocab_size: int, length: int, d_model: int,
+               num_classes: int, rngs: nnx.Rngs):
+    del length
+    self.vocab_size, self.unroll = vocab_size, 1
+    uniform = lambda *shape: nnx.Param(jax.random.uniform(
+        rngs.params(), shape, minval=-LSTM97_INIT, maxval=LSTM97_INIT))
+    # Rows: the input's one-hot, then the cells' outputs at t - 1.
+    self.w_cell = uniform(vocab_size + d_model, d_model)
+    self.w_gate = uniform(vocab_size + d_model, d_model)
+    self.w_out = uniform(vocab_size + d_model, num_classes)
+
+  def embed(self, tokens_BxL):
+    return jax.nn.one_hot(tokens_BxL, self.vocab_size)
+
+  def _inputs(self, x_BxLxV):
+    """The input's share of each net: a one-hot times the input rows."""
+    V = self.vocab_size
+    return (x_BxLxV @ self.w_cell[:V], x_BxLxV @ self.w_gate[:V],
+            x_BxLxV @ self.w_out[:V])
+
+  def _run(self, cell_BxLxD, gate_BxLxD, out_BxLxC, per_position):
+    V = self.vocab_size
+    w_cc, w_gc = self.w_cell[V:], self.w_gate[V:]
+
+    def step(s_BxD, inputs):
+      cx, gx = inputs
+      # The paper's truncation: error reaching the nets of the gates and
+      # cell inputs goes no further back; it flows back through s alone.
+      y_BxD = jax.lax.stop_gradient(s_BxD)
+      s_BxD = s_BxD + jax.nn.sigmoid(gx + y_BxD @ w_gc) * jax.nn.sigmoid(
+          cx + y_BxD @ w_cc)
+      return s_BxD, s_BxD
+
+    s0 = jnp.zeros((cell_BxLxD.shape[0], w_cc.shape[1]), cell_BxLxD.dtype)
+    _, s_LxBxD = jax.lax.scan(
+        step, s0, (jnp.swapaxes(cell_BxLxD, 0, 1),
+                   jnp.swapaxes(gate_BxLxD, 0, 1)), unroll=self.unroll)
+    if per_position:
+      return out_BxLxC + jnp.swapaxes(s_LxBxD, 0, 1) @ self.w_out[V:], s_LxBxD
+    return out_BxLxC[:, -1] + s_LxBxD[-1] @ self.w_out[V:], s_LxBxD
+
+  def hidden_states(self, x_BxLxV):
+    """The cells' outputs y_c = s_c after every step, h_LxBxD."""
+    return self._run(*self._inputs(x_BxLxV), per_position=False)[1]
+
+  def classify(self, x_BxLxV, *, per_position=False, **unused):
+    return self._run(*self._inputs(x_BxLxV), per_position)[0], {}
+
+  def __call__(self, tokens_BxL, *, per_position=False, **unused):
+    """The same as classify(embed(tokens)), by row lookups: no one-hot."""
+    V = self.vocab_size
+    return self._run(self.w_cell[:V][tokens_BxL],
+                     self.w_gate[:V][tokens_BxL],
+                     self.w_out[:V][tokens_BxL], per_position)[0], {}

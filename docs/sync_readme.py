@@ -1,0 +1,78 @@
+"""Keeps the README and the committed report one: copies a finished
+`--exp=all` run's REPORT.md and figures into docs/ (with --run), then writes
+the README's scorecard and distance table from docs/REPORT.md.
+
+  python docs/sync_readme.py --run=runs/all   # after a full run
+  python docs/sync_readme.py                  # the README from docs/REPORT.md
+
+tests/test_docs.py checks that the README is what this would write.
+"""
+
+import pathlib
+import re
+import shutil
+import sys
+
+from absl import app
+from absl import flags
+
+DOCS = pathlib.Path(__file__).resolve().parent
+ROOT = DOCS.parent
+FIGURES = 'report'  # docs/report/<part>/<figure>.png
+
+_RUN = flags.DEFINE_string('run', '', 'a finished --exp=all run to publish '
+                           'into docs/ first (its REPORT.md and figures)')
+
+
+def publish(run: pathlib.Path) -> None:
+  """docs/REPORT.md and docs/report/<part>/*.png from the run's."""
+  text = (run / 'REPORT.md').read_text()
+  parts = sorted(set(re.findall(r'\]\(([\w-]+)/[\w.-]+\.png\)', text)))
+  shutil.rmtree(DOCS / FIGURES, ignore_errors=True)
+  for part in parts:
+    (DOCS / FIGURES / part).mkdir(parents=True)
+    for png in (run / part).glob('*.png'):
+      shutil.copy2(png, DOCS / FIGURES / part / png.name)
+  text = re.sub(r'\]\(([\w-]+/[\w.-]+\.png)\)', rf']({FIGURES}/\1)', text)
+  (DOCS / 'REPORT.md').write_text(text)
+
+
+def blocks(report: str) -> dict[str, str]:
+  """What the README quotes of the report: its scorecard (links into
+  docs/REPORT.md) and the table the distance part printed."""
+  scorecard = report.split('## The scorecard\n\n', 1)[1].split('\n\n', 1)[0]
+  scorecard = scorecard.replace('](#', '](docs/REPORT.md#')
+  distance = report.split('(part `distance`)', 1)[1]
+  table = re.search(r'\n```\n(.*?)\n```\n', distance, re.S).group(1)
+  return {'scorecard': scorecard, 'distance table': f'```\n{table}\n```'}
+
+
+def synced(readme: str, report: str) -> str:
+  """The README with each `<!-- NAME: ... -->` ... `<!-- end -->` block
+  holding the report's."""
+  for name, text in blocks(report).items():
+    pattern = re.compile(rf'(<!-- {name}: [^\n]*-->\n).*?(<!-- end -->)',
+                         re.S)
+    if not pattern.search(readme):
+      raise ValueError(f'README.md has no <!-- {name}: --> block')
+    readme = pattern.sub(lambda m: m.group(1) + text + '\n' + m.group(2),
+                         readme, count=1)
+  return readme
+
+
+def main(argv):
+  del argv
+  if _RUN.value:
+    run = pathlib.Path(_RUN.value)
+    if not (run / 'REPORT.md').is_file():
+      sys.exit(f'error: --run: {run} holds no REPORT.md; pass a finished '
+               '--exp=all run\'s folder')
+    publish(run)
+  readme = ROOT / 'README.md'
+  readme.write_text(synced(readme.read_text(),
+                           (DOCS / 'REPORT.md').read_text()))
+  print('README.md synced with docs/REPORT.md')
+
+
+if __name__ == '__main__':
+  app.run(main)
