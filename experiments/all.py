@@ -409,6 +409,9 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
                                       config.quick))
       out += [f'**{title_}** (part `{name}`): `{command}`', '',
               f'![{name}]({name}/{figure})', '']
+      table = run_dir.path / name / experiment.TABLE_FILE
+      if table.exists() and table.read_text().strip():
+        out += ['```', table.read_text().rstrip('\n'), '```', '']
     counts = {}
     for c in mine:
       counts[c['verdict']] = counts.get(c['verdict'], 0) + 1

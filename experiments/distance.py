@@ -161,11 +161,6 @@ def print_table(config, summary):
         f'length ({config.seeds} seeds):')
   print(record.table(rows, ['model'] + [f'L={L}' for L in lengths]
                      + ['critical (median, interval)']))
-  if summary.get('wall_s'):
-    print(f'Training wall time, as the groups recorded it when they ran: '
-          f'{summary["wall_s"]:.0f}s, of which waiting for compiles '
-          f'{summary["compile_s"]:.0f}s '
-          f'({100 * summary["compile_share"]:.0f}%)')
 
 
 class Distance(experiment.Experiment):

@@ -273,6 +273,8 @@ def write_hparams_experiment(writer, sessions: list[dict],
   for session in sessions:
     for name, value in session.items():
       domains.setdefault(name, set()).add(value)
+  # TensorBoard lists hparams that differ first (then by name) and shows
+  # only the first few until ticked: `differs` marks what tells groups apart.
   hparams = []
   for name, values in sorted(domains.items()):
     values = sorted(values, key=lambda v: (isinstance(v, str), v))
@@ -282,7 +284,8 @@ def write_hparams_experiment(writer, sessions: list[dict],
     domain = struct_pb2.ListValue()
     domain.extend(values)
     hparams.append(api_pb2.HParamInfo(name=name, type=kind,
-                                      domain_discrete=domain))
+                                      domain_discrete=domain,
+                                      differs=len(values) > 1))
   metric_infos = [api_pb2.MetricInfo(
       name=api_pb2.MetricName(tag=tag), display_name=display,
       description=description)
@@ -304,38 +307,19 @@ def write_hparams_session(writer, hparams: dict, name: str) -> None:
       {k: hparam_value(v) for k, v in hparams.items()}, trial_id=name)))
 
 
-def write_custom_scalars(writer, categories: list[tuple]) -> None:
-  """The CUSTOM SCALARS dashboard's layout: [(title, closed, [(chart title,
-  tag regex), ...]), ...], each chart a multi-line chart of every tag its
-  regex matches in the runs ticked."""
-  from tensorboardX.proto import layout_pb2
-  from tensorboardX.proto import summary_pb2
-  from tensorboardX.proto import tensor_pb2
-  layout = layout_pb2.Layout(category=[layout_pb2.Category(
-      title=title, closed=closed, chart=[layout_pb2.Chart(
-          title=chart, multiline=layout_pb2.MultilineChartContent(tag=[tags]))
-                                         for chart, tags in charts])
-                                        for title, closed, charts in categories])
-  writer.file_writer.add_summary(summary_pb2.Summary(value=[
-      summary_pb2.Summary.Value(
-          tag='custom_scalars__config__',  # the plugin's one tag
-          tensor=tensor_pb2.TensorProto(
-              dtype='DT_STRING', string_val=[layout.SerializeToString()]),
-          metadata=summary_pb2.SummaryMetadata(
-              plugin_data=summary_pb2.SummaryMetadata.PluginData(
-                  plugin_name='custom_scalars')))]))
-
-
 def publish(run_dir, config, summary: dict, draw=None, *,
             fields=None) -> None:
-  """summary.json, then the run-level TensorBoard run (`tb/summary`): the
+  """summary.json, then the run-level TensorBoard run, the root of
+  tb/overview (the logdir to open first): the verdicts as a table, the
   config as text (the `fields` the experiment reads, with `exp` and
   `quick`; all of them if None) and the figures `draw(writer)` makes.
   Process 0 only."""
   if not run_dir.is_writer:
     return
   write_json(run_dir.path / 'summary.json', summary)
-  writer = tb_writer(run_dir.path / 'tb' / 'summary')
+  writer = tb_writer(run_dir.path / 'tb' / 'overview')
+  if summary.get('claims'):
+    writer.add_text('claims', verdicts_text(summary['claims']), 0)
   config_json = config.to_json()
   if fields is not None:
     config_json = {k: v for k, v in config_json.items()
@@ -344,6 +328,20 @@ def publish(run_dir, config, summary: dict, draw=None, *,
   if draw is not None:
     draw(writer)
   writer.close()
+
+
+def verdicts_text(claims: list[dict]) -> str:
+  """The claims as a markdown table: claim, verdict, kind, test, p."""
+  from src import stats  # deferred: it imports scipy
+  lines = ['| claim | verdict | kind | test | p (Holm) |', '|---|---|---|---|---|']
+  for c in claims:
+    p = c.get('p_adjusted')
+    where = ''.join(f' ({k}={c[k]})' for k in ('length', 'd_model', 'decoys')
+                    if k in c)
+    lines.append(f'| {c["claim"]}{where} | **{c["verdict"]}** | '
+                 f'{c.get("kind", "")} | {c.get("test", "")} | '
+                 + ('' if p is None else stats.fmt_p(p)) + ' |')
+  return '\n'.join(lines)
 
 
 def write_config_text(writer, config_json: dict) -> None:
@@ -363,13 +361,18 @@ def pyplot():
 
 def save_figure(fig, path, writer=None, tag: str | None = None,
                 step: int = 0) -> None:
-  """Saves a PNG and, given a writer, logs the same picture as an image."""
+  """Saves a PNG and, given a writer, logs the same picture as TensorBoard
+  images (`card_images`: a panel per image, tagged `tag/1`, `tag/2`... when
+  there are several)."""
   png = io.BytesIO()
   fig.savefig(png, format='png', dpi=110, bbox_inches='tight')
   storage.write_whole(path, png.getvalue())
   if writer is not None:
-    writer.add_image(tag or storage.path(path).stem, figure_array(fig), step,
-                     dataformats='HWC')
+    tag = tag or storage.path(path).stem
+    images = card_images(fig)
+    for i, image in enumerate(images):
+      writer.add_image(tag if len(images) == 1 else f'{tag}/{i + 1}', image,
+                       step, dataformats='HWC')
   pyplot().close(fig)
 
 
@@ -398,31 +401,76 @@ def seed_dots(ax, x, values, color, *, offset: float = 0.0, log_x=True,
     label = None
 
 
-# TensorBoard's image card shows a picture about 350 px wide: the logged
-# copy is redrawn at that width, its text kept in points so it stays
-# readable (a 7.5-inch figure scaled down to the card would not be).
-CARD_INCHES, CARD_DPI = 4.6, 80
+# TensorBoard's image card fits a picture into a box about 400 x 210 px (it
+# keeps the aspect): what is logged is redrawn for that box, one picture per
+# panel, its text at least CARD_FONT_PX pixels high once there (a figure
+# drawn for a page and scaled down into the card would not be readable).
+CARD_PX, CARD_HEIGHT_PX, CARD_FONT_PX = 400, 210, 10
+CARD_INCHES = 5.0
 
 
-def figure_array(fig) -> np.ndarray:
-  """The figure as TensorBoard shows it: redrawn CARD_INCHES wide (taller
-  figures in proportion), long titles wrapped. Call after saving the PNG."""
+def card_images(fig) -> list[np.ndarray]:
+  """The figure as TensorBoard's cards show it, one RGB array per panel
+  (a colour bar stays with the panel it belongs to), each redrawn in the
+  card's aspect, about CARD_PX wide with its text CARD_FONT_PX high; long
+  titles wrapped, a lone panel's legend beside it. Call after saving the
+  PNG: it changes the figure."""
   import textwrap
-  width, height = fig.get_size_inches()
-  if width > CARD_INCHES:
-    fig.set_size_inches(CARD_INCHES, height * max(CARD_INCHES / width, 0.75))
-    from matplotlib.text import Text
-    for text in fig.findobj(Text):  # legible at the card's width
-      text.set_fontsize(max(text.get_fontsize(), 8) * 1.15)
+  from matplotlib.text import Text
+  from matplotlib.transforms import Bbox
+  panels = [ax for ax in fig.axes if not hasattr(ax, '_colorbar')]
+  spec = panels[0].get_subplotspec()
+  rows, cols = spec.get_gridspec().get_geometry() if spec else (1, 1)
+  fig.set_size_inches(cols * CARD_INCHES,
+                      rows * CARD_INCHES * CARD_HEIGHT_PX / CARD_PX)
+  if len(panels) == 1:  # room for the legend beside it: a little taller
+    fig.set_size_inches(CARD_INCHES, 0.65 * CARD_INCHES)
+    legend = panels[0].get_legend()
+    if legend is not None:
+      panels[0].legend(handles=legend.legend_handles,
+                       labels=[t.get_text() for t in legend.get_texts()],
+                       loc='upper left', bbox_to_anchor=(1.01, 1.0),
+                       borderaxespad=0)
+  for ax in panels:
+    if ax.get_title():
+      ax.set_title(textwrap.fill(ax.get_title(), 70),
+                   fontsize=ax.title.get_fontsize())
+    ax.set_xlabel(textwrap.fill(ax.get_xlabel(), 60))
+  renderer = fig.canvas.get_renderer()
+
+  def boxes():  # in inches: each panel with the colour bars to its right
+    fig.set_layout_engine('tight')  # the panels fill the card's aspect
+    fig.canvas.draw()
+    found = [ax.get_tightbbox(renderer).transformed(
+        fig.dpi_scale_trans.inverted()) for ax in panels]
     for ax in fig.axes:
-      if ax.get_title():
-        ax.set_title(textwrap.fill(ax.get_title(), 64),
-                     fontsize=ax.title.get_fontsize())
-      ax.set_xlabel(textwrap.fill(ax.get_xlabel(), 56))
+      if hasattr(ax, '_colorbar'):
+        bar = ax.get_tightbbox(renderer).transformed(
+            fig.dpi_scale_trans.inverted())
+        left = [i for i, b in enumerate(found) if b.x0 <= bar.x0]
+        i = max(left, key=lambda i: found[i].x0) if left else 0
+        found[i] = Bbox.union([found[i], bar])
+    return found
+
+  dpi = 72.0
+  for _ in range(3):  # bigger text widens the boxes: settle the scale again
+    for text in fig.findobj(Text):
+      text.set_fontsize(max(text.get_fontsize(), CARD_FONT_PX * 72 / dpi))
+    found = boxes()
+    dpi = CARD_PX / max(b.width for b in found)
+  whole = Bbox.union(found).padded(0.05)  # the canvas may cut labels off
   buffer = io.BytesIO()
-  fig.savefig(buffer, format='png', dpi=CARD_DPI, bbox_inches='tight')
+  fig.savefig(buffer, format='png', dpi=dpi, bbox_inches=whole)
   buffer.seek(0)
-  return (pyplot().imread(buffer)[..., :3] * 255).astype(np.uint8)
+  image = (pyplot().imread(buffer)[..., :3] * 255).astype(np.uint8)
+  crops = []
+  for b in found:
+    x0 = max(int((b.x0 - whole.x0) * dpi) - 3, 0)
+    x1 = int(np.ceil((b.x1 - whole.x0) * dpi)) + 3
+    y0 = max(int((whole.y1 - b.y1) * dpi) - 3, 0)
+    y1 = int(np.ceil((whole.y1 - b.y0) * dpi)) + 3
+    crops.append(image[y0:y1, x0:x1])
+  return crops
 
 
 # -- the terminal ---------------------------------------------------------------

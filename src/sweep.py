@@ -2,20 +2,25 @@
 progress line, TensorBoard and curves.csv. The runner (`src/experiment.py`)
 calls `Sweep.train` for every group it does not skip.
 
-TensorBoard layout, one run per group and one per seed under it:
-  tb/<group>/            seed-mean train/loss, train/accuracy (every step),
+TensorBoard, two logdirs:
+  tb/overview/           what to open first (few runs, every one ticked):
+    <model>/             per model (a series of groups: `lstm`), the finding
+                         against L, finding/accuracy and finding/solved
+                         (the x axis is L, not a step; finding/solved_by_
+                         model/<model> its solved line alone), its test accuracy
+                         and solved fraction over training, one tag per
+                         length (training/accuracy_L010, training/solved_L010)
+    (the root run)       the figures, the verdicts (a markdown table) and
+                         the config, as text
+  tb/                    every group and seed:
+    <group>/             seed-mean train/loss, train/accuracy (every step),
                          test/accuracy and test/solved_fraction (every
                          chunk, then the final test); the group's HParams
                          session
-  tb/<group>/seed_<s>/   the same curves for seed s alone
-  With a grid of learning rates, each rate has these runs of its own under
-  the group: tb/<group>/lr3e-03/ and tb/<group>/lr3e-03/seed_<s>/.
-  tb/summary/            the run's HParams experiment, the CUSTOM SCALARS
-                         layout, config text, figures
-  tb/summary/<line>/     the overview/ tags CUSTOM SCALARS draws, a run per
-                         line (a chart colours its lines by run): L010,
-                         seed_3, <model>; written as each group closes.
-                         The run filter `summary` ticks them all
+    <group>/seed_<s>/    the same curves for seed s alone
+    With a grid of learning rates, each rate has these runs of its own under
+    the group: tb/<group>/lr3e-03/ and tb/<group>/lr3e-03/seed_<s>/.
+    summary/             the run's HParams experiment
 Every scalar tag carries a display name and a description (`describe`).
 """
 
@@ -39,7 +44,7 @@ CURVE_COLUMNS = ['group', 'model', 'length', 'seed', 'learning_rate', 'step',
                  'train_loss', 'train_accuracy', 'test_accuracy']
 # The HParams metrics of every training group (seed means at the end).
 HPARAM_METRICS = ('test/accuracy', 'test/solved_fraction')
-OVERVIEW = 'overview'  # the prefix of the tags CUSTOM SCALARS draws
+OVERVIEW = 'overview'  # the logdir, under tb/, to open first
 
 
 def describe(config, *, final_examples: int | None = None,
@@ -75,23 +80,27 @@ def describe(config, *, final_examples: int | None = None,
                                f'{solved}. Group runs only. {step}'),
   }
   patterns = [
-      (rf'{OVERVIEW}/accuracy/(.+)', lambda m: (
-          f'{m} test accuracy', f'{m} at the length in the run name (summary/'
-          f'L...), the mean over its seeds: {test} {step}')),
-      (rf'{OVERVIEW}/solved/(.+)', lambda m: (
-          f'{m} solved fraction', f'{m} at the length in the run name: the '
-          f'fraction of its seeds that solve, every chunk; {solved}. {step}')),
-      (rf'{OVERVIEW}/seeds/(.+)', lambda g: (
-          f'{g} test accuracy per seed', f'Group {g}, the seed in the run '
-          f'name (summary/seed_...): {test} {step}')),
-      (rf'{OVERVIEW}/final_(accuracy|solved)', lambda what: (
-          'final ' + ('test accuracy' if what == 'accuracy'
-                      else 'solved fraction') + ' by length',
-          'The model in the run name (summary/...): '
-          + ('the mean final test accuracy' if what == 'accuracy'
-             else 'the fraction of seeds that solve')
-          + f' of each length\'s group ({final}; {solved}). The x axis is '
-          'the length L, not a step.')),
+      (r'training/accuracy_L0*(\d+)', lambda L: (
+          f'test accuracy at L={L} over training',
+          f'The model in the run name, at L={L}: the mean over its seeds of '
+          f'{test} {step}')),
+      (r'training/solved_L0*(\d+)', lambda L: (
+          f'solved fraction at L={L} over training',
+          f'The model in the run name, at L={L}: the fraction of its seeds '
+          f'that solve, every chunk; {solved}. {step}')),
+      (r'finding/solved_by_model/(.+)', lambda m: (
+          f'{m}: fraction of seeds solved against L',
+          f'{m} alone (its line in finding/solved, where another may hide '
+          f'it): the fraction of its seeds that solve at each length '
+          f'({final}; {solved}). The x axis is the length L, not a step.')),
+      (r'finding/(accuracy|solved)', lambda what: (
+          ('final test accuracy' if what == 'accuracy'
+           else 'fraction of seeds solved') + ' against L',
+          'The model in the run name: '
+          + ('the mean final test accuracy over its seeds' if what ==
+             'accuracy' else 'the fraction of its seeds that solve')
+          + f' at each length ({final}; {solved}). The x axis is the length '
+          'L, not a step.')),
   ]
   extra = [(re.compile(k), v) for k, v in (extra or {}).items()]
 
@@ -113,34 +122,6 @@ def describe(config, *, final_examples: int | None = None,
 def series_of(group) -> str:
   """What a group is one length of: its name less the length (`lstm`)."""
   return re.sub(r'_L\d+$', '', group.name)
-
-
-def overview_layout(groups, final_by_length: bool) -> list[tuple]:
-  """CUSTOM SCALARS: the finding first (each model's final accuracy and
-  solved fraction against L, when groups differ by length), then each
-  model's lengths over training, then each group's seeds (`Sweep._overview`
-  writes the tags, a run per line)."""
-  series = list(dict.fromkeys(series_of(g) for g in groups))
-  tag = lambda name: f'^{re.escape(OVERVIEW + "/" + name)}$'
-  categories = []
-  if final_by_length:
-    categories.append((
-        'The finding: each model at each length L (x axis: L, not steps)',
-        False, [('final test accuracy (seed mean) against L',
-                 tag('final_accuracy')),
-                ('fraction of seeds that solve (test accuracy >= '
-                 f'{stats.SOLVED}) against L', tag('final_solved'))]))
-  categories += [
-      ('Test accuracy over training: one line per length (seed mean)', False,
-       [(f'{s}: test accuracy', tag(f'accuracy/{s}')) for s in series]),
-      (f'Solved fraction over training: one line per length (seeds at test '
-       f'accuracy >= {stats.SOLVED})', False,
-       [(f'{s}: solved fraction', tag(f'solved/{s}')) for s in series]),
-      ('Every seed: one chart per group, one line per seed', False,
-       [(f'{g.name}: test accuracy of each seed', tag(f'seeds/{g.name}'))
-        for g in groups]),
-  ]
-  return categories
 
 
 def rate_label(rate: float) -> str:
@@ -228,28 +209,18 @@ class Sweep:
     self.final_by_length = any(len(v) > 1 for v in lengths.values())
     if run_dir.is_writer:  # a rerun writes them again: the latest is shown
       writer = record.tb_writer(run_dir.path / 'tb' / 'summary',
-                                filename_suffix='.layout')
+                                filename_suffix='.hparams')
       record.write_hparams_experiment(
           writer, [{**g.hparams, 'learning_rate': rate} for g in self.groups
                    for rate in config.rates],
           {m: self.describe(m) for m in HPARAM_METRICS})
-      record.write_custom_scalars(
-          writer, overview_layout(self.groups, self.final_by_length))
       writer.close()
       # A chart colours a run by its place in TensorBoard's run list (by
-      # first event, 7 colours in turn): the overview's runs start here,
-      # one after another, so the lines of a chart differ in colour.
-      for run in self._overview_runs():
-        record.tb_writer(run_dir.path / 'tb' / 'summary' / run,
+      # first event, colours in turn): the overview's runs start here, one
+      # after another, so the lines of a chart differ in colour.
+      for run in dict.fromkeys(series_of(g) for g in self.groups):
+        record.tb_writer(run_dir.path / 'tb' / OVERVIEW / run,
                          filename_suffix='.start').close()
-
-  def _overview_runs(self) -> list[str]:
-    """The runs `_overview` writes to: a length's, a seed's, a model's."""
-    lengths = sorted({g.length for g in self.groups})
-    seeds = range(max(self.config.seeds, 1))
-    series = list(dict.fromkeys(series_of(g) for g in self.groups))
-    return ([f'L{L:03d}' for L in lengths] + [f'seed_{s}' for s in seeds]
-            + (series if self.final_by_length else []))
 
   def _count(self, group, upto: int, text: str, *,
              done_before: bool = False) -> None:
@@ -377,14 +348,12 @@ class Sweep:
 
   def _overview(self, group, step: int, final_S: np.ndarray,
                 selected: int = 0) -> None:
-    """The group's test curves under the summary run, for CUSTOM SCALARS:
-    each seed, the mean and the solved fraction at every chunk since the
-    last budget, from curves.csv (so a resumed group's are whole), the final
-    test at `step`; and the finding at step L. A chart colours its lines by
-    run, so each line is its own run: `summary/L010` (a length's mean and
-    solved fraction), `summary/seed_3`, `summary/<model>` (the finding).
-    Its own event files, written again (not twice) if a kill makes the
-    group close again. With a grid of rates, the `selected` rate's."""
+    """The group in tb/overview/<model>: its seed-mean test accuracy and
+    solved fraction at every chunk since the last budget, from curves.csv
+    (so a resumed group's are whole), and the final test at `step`; where
+    the models have several lengths, the finding at step L. Its own event
+    file, written again (not twice) if a kill makes the group close again.
+    With a grid of rates, the `selected` rate's."""
     since = max([b for b in group.budgets if b < step], default=0)
     curve, rate = {}, self.config.rates[selected]
     for r in self.curves.rows:
@@ -395,30 +364,25 @@ class Sweep:
             r['test_accuracy'])
     points = [(s, np.array([v[i] for i in sorted(v)]))
               for s, v in sorted(curve.items())] + [(step, final_S)]
-    summary = self.run_dir.path / 'tb' / 'summary'
-    suffix = f'.{OVERVIEW}.{group.name}.{step}'
-    for old in summary.glob(f'*/*{suffix}') if summary.exists() else []:
-      old.unlink()
     series = series_of(group)
-    writers = {}
-
-    def write(run, tag, value, at):
-      if run not in writers:
-        writers[run] = record.tb_writer(summary / run, describe=self.describe,
-                                        filename_suffix=suffix)
-      writers[run].add_scalar(f'{OVERVIEW}/{tag}', value, at)
-
+    folder = self.run_dir.path / 'tb' / OVERVIEW / series
+    suffix = f'.{group.name}.{step}'
+    for old in folder.glob(f'*{suffix}') if folder.exists() else []:
+      old.unlink()
+    writer = record.tb_writer(folder, describe=self.describe,
+                              filename_suffix=suffix)
+    L = f'L{group.length:03d}'
     for s, acc_S in points:
-      write(f'L{group.length:03d}', f'accuracy/{series}', acc_S.mean(), s)
-      write(f'L{group.length:03d}', f'solved/{series}',
-            stats.solved_fraction(acc_S)['fraction'], s)
-      for i, a in enumerate(acc_S):
-        write(f'seed_{i}', f'seeds/{group.name}', a, s)
-    if self.final_by_length:
-      if len(group.budgets) > 1:
-        series += f'_{step}steps'
-      write(series, 'final_accuracy', final_S.mean(), group.length)
-      write(series, 'final_solved',
-            stats.solved_fraction(final_S)['fraction'], group.length)
-    for w in writers.values():
-      w.close()
+      writer.add_scalar(f'training/accuracy_{L}', acc_S.mean(), s)
+      writer.add_scalar(f'training/solved_{L}',
+                        stats.solved_fraction(acc_S)['fraction'], s)
+    if self.final_by_length and (not group.budgets
+                                 or step == max(group.budgets)):
+      writer.add_scalar('finding/accuracy', final_S.mean(), group.length)
+      solved = stats.solved_fraction(final_S)['fraction']
+      writer.add_scalar('finding/solved', solved, group.length)
+      # Lines that coincide (two models solved everywhere) hide each other
+      # in a shared chart: each model's finding also has a card of its own.
+      writer.add_scalar(f'finding/solved_by_model/{series}', solved,
+                        group.length)
+    writer.close()

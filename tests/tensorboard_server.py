@@ -58,7 +58,8 @@ class Server:
 @contextlib.contextmanager
 def serve(logdir, runs=(), timeout: float = 60):
   """A TensorBoard on `logdir` (127.0.0.1, a free port), once its loader
-  has read the scalars of every run in `runs`; stopped at the end."""
+  has read the scalars of every run in `runs` and its list of runs holds
+  still; stopped at the end."""
   port = _free_port()
   proc = subprocess.Popen(
       [sys.executable, '-m', 'tensorboard.main', '--logdir', str(logdir),
@@ -67,12 +68,14 @@ def serve(logdir, runs=(), timeout: float = 60):
       stderr=subprocess.DEVNULL)
   server = Server(port)
   try:
-    deadline = time.time() + timeout
-    while True:
+    deadline, seen = time.time() + timeout, None
+    while True:  # until `runs` are read and the run list stops growing
       try:
         tags = server.get('/data/plugin/scalars/tags')
-        if all(r in tags for r in runs):
+        now = server.get('/data/runs')
+        if all(r in tags for r in runs) and now and now == seen:
           break
+        seen = now
       except OSError:
         pass
       if proc.poll() is not None or time.time() > deadline:

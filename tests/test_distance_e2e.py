@@ -132,8 +132,9 @@ def test_tensorboard_reads_back(tiny_run):
   _, solved = scalars(tb / 'attention_L003', 'test/solved_fraction')
   assert [s for s, _ in solved] == [10, 20, 30, 40]  # a curve, every chunk
   assert '_hparams_/session_start_info' in acc.PluginTagToContent('hparams')
+  overview_acc, _ = scalars(tb / 'overview', None)
+  assert 'figures/distance' in overview_acc.Tags()['images']
   summary_acc, _ = scalars(tb / 'summary', None)
-  assert 'figures/distance' in summary_acc.Tags()['images']
   from tensorboard.plugins.hparams import metadata
   content = summary_acc.PluginTagToContent('hparams')
   experiment = metadata.parse_experiment_plugin_data(

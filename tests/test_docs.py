@@ -29,3 +29,74 @@ def test_the_history_check_catches_what_it_is_for():
     assert HISTORY.search(line), line
   for line in ('about 15 steps', 'L x L', 'every 100 training steps'):
     assert not HISTORY.search(line), line
+
+
+# -- the README, a manual bound to the report ------------------------------------
+
+README = ROOT / 'README.md'
+
+
+def _sync():
+  import importlib.util
+  spec = importlib.util.spec_from_file_location(
+      'sync_readme', ROOT / 'docs' / 'sync_readme.py')
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_readme_quotes_the_committed_report():
+  """The scorecard and the distance table are the report's, as
+  `docs/sync_readme.py` writes them: they cannot drift apart."""
+  readme = README.read_text()
+  report = (ROOT / 'docs' / 'REPORT.md').read_text()
+  assert _sync().synced(readme, report) == readme
+  blocks = _sync().blocks(report)
+  assert blocks['scorecard'].count('\n| ') >= 9  # a row per lesson claim
+  assert 'critical' in blocks['distance table']
+
+
+def test_sync_rewrites_a_stale_readme():
+  report = (ROOT / 'docs' / 'REPORT.md').read_text()
+  stale = README.read_text().replace('| 2 |', '| 2 (stale) |', 1)
+  assert stale != README.read_text()
+  assert _sync().synced(stale, report) == README.read_text()
+
+
+def test_readme_experiment_is_the_tested_one():
+  """The README's example experiment is the one tests/test_experiment.py
+  runs, character for character."""
+  from tests.test_experiment import ENTROPY
+  block = README.read_text().split('<!-- entropy: ', 1)[1]
+  code = block.split('```python\n', 1)[1].split('```', 1)[0]
+  assert code.strip() == ENTROPY.strip()
+
+
+def test_readme_is_a_manual():
+  """About 300 lines, the manual's sections in order, links that resolve,
+  no history (dates, issue numbers, commit hashes)."""
+  text = README.read_text()
+  assert len(text.splitlines()) <= 300
+  headings = re.findall(r'^## (.+)$', text, re.M)
+  assert headings == [
+      'Two commands', 'What you will see', "The lesson's scorecard",
+      'TensorBoard', 'The experiments', 'Flags', 'Outputs', 'Nothing lost',
+      'Cloud TPU', 'Extending it']
+  assert not re.search(r'20[0-9]{2}-[01][0-9]-[0-3][0-9]|\bissue [0-9]|'
+                       r'\b[0-9a-f]{7,40}\b', text)
+  for target in re.findall(r'\]\(([^)#]+)[)#]', text):
+    if not target.startswith('http'):
+      assert (ROOT / target).exists(), target
+
+
+def test_reference_documents_every_model_and_column():
+  """docs/REFERENCE.md: a row per registered model, and each experiment's
+  results.csv columns as the code writes them."""
+  import experiments
+  from src import models
+  reference = (ROOT / 'docs' / 'REFERENCE.md').read_text()
+  for name in models.names():
+    assert f'| `{name}` |' in reference, name
+  for name in experiments.EXPERIMENTS:
+    columns = ','.join(experiments.load(name).columns)
+    assert f'| {name} | `{columns}`' in reference, name

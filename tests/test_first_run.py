@@ -83,7 +83,7 @@ def test_every_output_the_readme_promises(run, groups):
   again = run_py(*readme_first_command(), '--quick',
                  cwd=folder.parent.parent)
   assert again.returncode == 0, again.stderr[-3000:]
-  assert 'nothing to do' in again.stderr
+  assert 'nothing to do: ' in again.stdout + again.stderr
 
 
 def test_the_run_says_what_to_open(run):
