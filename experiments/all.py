@@ -26,6 +26,7 @@ from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
 from src import models as models_lib
+from src import provenance
 from src import record
 from src import stats
 from src import storage
@@ -346,6 +347,42 @@ def scorecard(claims: list[dict], link: str = '') -> str:
   return '\n'.join(lines)
 
 
+def _commit(git: dict | None) -> str:
+  git = git or {}
+  changed = git.get('changed') or []
+  dirty = (f' (uncommitted: {", ".join(changed)})' if 0 < len(changed) <= 3
+           else ' (with uncommitted changes)' if git.get('dirty') else '')
+  return f'{(git.get("commit") or "unknown")[:7]}{dirty}'
+
+
+def provenance_line(config, run_dir, parts, summaries, walls) -> str:
+  """Where, when and at which commit the parts ran, and how long they took
+  as each recorded it; and, if another, the commit that wrote the report
+  (a report rewritten from finished parts trains nothing)."""
+  meta = json.loads((run_dir.path / parts[0] / 'config.json').read_text())
+  trained = meta.get('provenance', {})
+  here = provenance.collect(flags={}, flag_sources={}, flagfiles={})
+  machine = (trained.get('cpu') or (here.get('cpu') if trained.get(
+      'hostname') == here.get('hostname') else None)
+             or trained.get('platform', ''))
+  devices = trained.get('devices') or []
+  recorded = sum(float(s.get('wall_s') or 0) if not isinstance(
+      s.get('wall_s'), dict) else 0 for s in summaries.values()) / 60
+  line = (f'Measured by `python run.py --exp={"all --quick" if config.quick else "all"}`'
+          f' on {machine} ({len(devices)} '
+          f'{"JAX device" if len(devices) == 1 else "JAX devices"}), at commit '
+          f'{_commit(trained.get("git"))}: {recorded:.0f} minutes of training '
+          'and measuring, as the parts recorded it. ')
+  writer = _commit(here.get('git'))
+  if writer != _commit(trained.get('git')):
+    line += (f'This report written {time.strftime("%Y-%m-%d")} at commit '
+             f'{writer} from those parts ({sum(walls.values()) / 60:.1f} '
+             'minutes).')
+  else:
+    line += f'Written {time.strftime("%Y-%m-%d")}.'
+  return line
+
+
 def write_report(config, run_dir, passthrough, walls) -> dict:
   """REPORT.md and results.csv of the run's claims: the scorecard, then a
   section per claim of the lesson (its figures, how to reproduce each part,
@@ -364,20 +401,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS,
                               write=True)  # no backend here to ask who writes
   results.replace(rows)  # this report's claims, not an earlier one's
-  meta = json.loads((run_dir.path / parts[0] / 'config.json').read_text())
-  provenance = meta.get('provenance', {})
-  git = provenance.get('git') or {}
-  machine = provenance.get('cpu') or provenance.get('platform', '')
-  devices = provenance.get('devices') or []
-  total = sum(walls.values()) / 60
   out = ['# Searchlight: what the lesson claims, and what held', '',
-         f'Measured by `python run.py --exp={"all --quick" if config.quick else "all"}`'
-         f' on {machine} ({len(devices)} {"JAX device" if len(devices) == 1 else "JAX devices"}), '
-         f'{time.strftime("%Y-%m-%d")}, at commit '
-         f'{(git.get("commit") or "unknown")[:7]}'
-         f'{" (with uncommitted changes)" if git.get("dirty") else ""}; '
-         f'{total:.1f} minutes of experiments in the invocation that wrote '
-         'this report (a part finished earlier is not redone).', '']
+         provenance_line(config, run_dir, parts, summaries, walls), '']
   if config.quick:
     out += ['> **Quick run** (`--quick`): every experiment ran a CPU-fast '
             'variant with fewer seeds, steps and lengths. Read the verdicts '

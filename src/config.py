@@ -237,34 +237,27 @@ def _horizon(flag, text):
                       f'longest of --lengths, got {text!r}') from None
 
 
-def _fraction(flag, text):
+def _number(flag, text, accepts, within):
+  """A float `within(value)` holds for, else one line naming the flag."""
   try:
     value = float(text)
   except (TypeError, ValueError):
     value = math.nan
-  if not 0 <= value < 1:
-    raise ConfigError(f'--{flag}: expected a number in [0, 1), got {text!r}')
+  if not (math.isfinite(value) and within(value)):
+    raise ConfigError(f'--{flag}: expected {accepts}, got {text!r}')
   return value
+
+
+def _fraction(flag, text):
+  return _number(flag, text, 'a number in [0, 1)', lambda v: 0 <= v < 1)
 
 
 def _unit(flag, text):
-  try:
-    value = float(text)
-  except (TypeError, ValueError):
-    value = math.nan
-  if not 0 < value <= 1:
-    raise ConfigError(f'--{flag}: expected a number in (0, 1], got {text!r}')
-  return value
+  return _number(flag, text, 'a number in (0, 1]', lambda v: 0 < v <= 1)
 
 
 def _nonnegative(flag, text):
-  try:
-    value = float(text)
-  except (TypeError, ValueError):
-    value = math.nan
-  if not (math.isfinite(value) and value >= 0):
-    raise ConfigError(f'--{flag}: expected a number >= 0, got {text!r}')
-  return value
+  return _number(flag, text, 'a number >= 0', lambda v: v >= 0)
 
 
 def _int_at_most(flag, text, minimum, maximum):
