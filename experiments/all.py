@@ -198,7 +198,10 @@ def run(config: Config, run_dir, *, stop=None, flags=None) -> dict:
     command = part_command(name, run_dir, passthrough_, config.quick)
     print(f'\n=== {name}: {" ".join(command)}', flush=True)
     start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, *command[1:]], cwd=root)
+    # In the caller's folder, so a relative --workdir means to each part
+    # what it meant to this process.
+    child = subprocess.Popen([sys.executable, str(root / 'run.py'),
+                              *command[2:]])
     # Ctrl-C reaches the child by itself (same process group); SIGTERM from
     # a scheduler may reach only this process: hand it on.
     previous = {

@@ -154,15 +154,16 @@ def run_py_forked(cases, *, timeout=300):
 _NO_BACKEND = ("import runpy, sys, jax; "
                "jax.config.update('jax_platforms', 'no_such_platform'); "
                "sys.argv = sys.argv[1:]; "
+               "sys.path[0] = __import__('os').path.dirname(sys.argv[0]); "
                "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
-def run_py_without_backend(*args, timeout=300):
-  """`run.py ARGS` in a process that cannot start a JAX backend."""
+def run_py_without_backend(*args, timeout=300, cwd=ROOT):
+  """`run.py ARGS` in a process that cannot start a JAX backend, in `cwd`."""
   return subprocess.run(
       [sys.executable, '-c', _NO_BACKEND, str(ROOT / 'run.py'),
        *cached(args)],
-      capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+      capture_output=True, text=True, cwd=cwd, timeout=timeout,
       env=child_env())
 
 

@@ -38,21 +38,21 @@ def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
   """The parent never starts a JAX backend (it could not: its JAX has no
   usable platform), so on an accelerator each part finds it free. Run
   again, it redoes no part and writes the report (and its results.csv)
-  from the summaries as they are now."""
+  from the summaries as they are now. Started in another folder than the
+  repository's, a relative --workdir means the same to every part."""
   command = ('--exp=all', '--quick', f'--parts={PARTS}',
-             f'--workdir={tmp_path}/run',
-             f'--checkpoint_dir={tmp_path}/ckpt', '--lengths=5',
+             '--workdir=run', '--checkpoint_dir=ckpt', '--lengths=5',
              '--models=attention',  # the one model every part accepts
              '--seeds=2', '--steps=10', '--chunk_steps=10',
              '--budgets=10,20', '--heads=1,2', '--eval_examples=32',
              '--batch_size=8')
-  proc = run_py_without_backend(*command, timeout=900)
+  proc = run_py_without_backend(*command, timeout=900, cwd=tmp_path)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   run = tmp_path / 'run'
   with open(run / 'results.csv', 'a') as f:  # as an older report's claim
     f.write('distance,An old claim.,held,stale\n')
   parts = {p: (run / p / 'results.csv').read_text() for p in PARTS.split(',')}
-  proc = run_py_without_backend(*command, timeout=900)
+  proc = run_py_without_backend(*command, timeout=900, cwd=tmp_path)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   for part, text in parts.items():  # nothing trained or measured again
     assert (run / part / 'results.csv').read_text() == text
