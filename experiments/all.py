@@ -320,6 +320,22 @@ def anchor(number: int) -> str:
       ' ', '-')
 
 
+def verdict_counts(verdicts: list[str]) -> str:
+  """'2 held, 1 did not hold, 3 inconclusive (1 underpowered)', and the
+  claims two parts measured whose verdicts differ ('1 split between
+  parts'), in that order."""
+  split = sum('; ' in v for v in verdicts)
+  one = [v for v in verdicts if '; ' not in v]
+  under = sum(v.startswith(stats.INCONCLUSIVE + ' (') for v in one)
+  counts = [(sum(v == stats.HELD for v in one), stats.HELD),
+            (sum(v == stats.NOT_HELD for v in one), stats.NOT_HELD),
+            (sum(v.startswith(stats.INCONCLUSIVE) for v in one),
+             stats.INCONCLUSIVE + (f' ({under} underpowered)' if under
+                                   else '')),
+            (split, 'split between parts')]
+  return ', '.join(f'{n} {what}' for n, what in counts if n)
+
+
 def scorecard(claims: list[dict], link: str = '') -> str:
   """One row per claim of the lesson: its words, the verdicts of the claims
   that test it, the numbers behind the first of each family, and a link to
@@ -333,10 +349,7 @@ def scorecard(claims: list[dict], link: str = '') -> str:
       verdicts = numbers = ('the task the other rows train on'
                             if number == 1 else 'not measured in this run')
     else:
-      counts = {}
-      for c in mine:
-        counts[c['verdict']] = counts.get(c['verdict'], 0) + 1
-      verdicts = ', '.join(f'{v} {k}' for k, v in counts.items())
+      verdicts = verdict_counts([c['verdict'] for c in mine])
       firsts = {}
       for c in mine:
         firsts.setdefault(c['family'], c)

@@ -174,3 +174,12 @@ def test_all_killed_mid_part_and_between_parts_resumes_to_the_same_report(
   proc = _all_run(killed)
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
   assert _outputs(killed) == _outputs(reference)
+
+
+def test_the_scorecard_counts_each_claim_once():
+  assert all_exp.verdict_counts([
+      'held', 'did not hold', 'held', 'inconclusive',
+      'inconclusive (underpowered: 8 seeds)',
+      'held (distance); inconclusive (linear)']) == (
+          '2 held, 1 did not hold, 2 inconclusive (1 underpowered), '
+          '1 split between parts')
