@@ -44,7 +44,8 @@ def blocks(report: str) -> dict[str, str]:
   scorecard = scorecard.replace('](#', '](docs/REPORT.md#')
   distance = report.split('(part `distance`)', 1)[1]
   table = re.search(r'\n```\n(.*?)\n```\n', distance, re.S).group(1)
-  return {'scorecard': scorecard, 'distance table': f'```\n{table}\n```'}
+  return {'scorecard': scorecard,
+          'distance table': f'```\n{table.strip(chr(10))}\n```'}
 
 
 def synced(readme: str, report: str) -> str:

@@ -35,9 +35,10 @@ def versions() -> dict[str, str]:
 def git(root: str = ROOT) -> dict | None:
   """The checkout's commit and whether tracked or new files differ from it
   (None outside a git checkout, or without git)."""
-  def run(*args):
+  def run(*args):  # stripped of the newline only: porcelain lines start
+    # with a space where the index is unchanged
     return subprocess.run(['git', '-C', root, *args], capture_output=True,
-                          text=True, timeout=10, check=True).stdout.strip()
+                          text=True, timeout=10, check=True).stdout.rstrip('\n')
   try:
     commit = run('rev-parse', 'HEAD')
     changed = run('status', '--porcelain').splitlines()

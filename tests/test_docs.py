@@ -1,6 +1,7 @@
 """What a reader meets: code that says what it does, not when or where it
 was measured; a README that points at what the runs write."""
 
+import functools
 import re
 
 from tests.helpers import ROOT
@@ -36,7 +37,8 @@ def test_the_history_check_catches_what_it_is_for():
 README = ROOT / 'README.md'
 
 
-def _sync():
+@functools.cache
+def _sync():  # once: the script defines its absl flag at import
   import importlib.util
   spec = importlib.util.spec_from_file_location(
       'sync_readme', ROOT / 'docs' / 'sync_readme.py')
