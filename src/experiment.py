@@ -808,7 +808,7 @@ def finish(module, config, run_dir, rows: list[dict], data: Measured, *,
   with contextlib.redirect_stdout(printed):
     module.print_table(config, summary)
   print(printed.getvalue(), end='')
-  if summary.get('compile_share') is not None:
+  if summary.get('compile_share') is not None and 'wall_s' in summary:
     print(f'Training wall time, as the groups recorded it when they ran: '
           f'{summary["wall_s"]:.0f}s, of which waiting for compiles '
           f'{summary["compile_s"]:.0f}s '

@@ -79,7 +79,7 @@ def test_print_config_says_where_each_value_came_from(tmp_path):
   assert rows['seeds'] == ['64', f'flagfile {flagfile}']
   assert rows['lengths'] == ['10,20,50,100,200,500', f'flagfile {flagfile}']
   assert rows['learning_rate'] == ['0.003', 'default']
-  assert 'vocab' not in rows and 'heads, depths, vocab, induction_task, budgets' in proc.stdout
+  assert 'vocab' not in rows and 'heads, depths, test_lengths, vocab, induction_task, budgets' in proc.stdout
   rows = {line.split()[0]: line.split()[1:] for line in
           quick.stdout.splitlines() if line.startswith('  ')}
   assert rows['seeds'] == ['4', 'quick'] and rows['quick'] == ['True', 'flag']
