@@ -324,7 +324,7 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
       at = (longer or {}).get(accuracy_key(model, 2), {})
       out.append(control_claim(model, two, at, check(
           model, 2, [s for s in seeds
-                     if not stats.reaches(two[s], CONTROL)])))
+                     if not stats.reaches(two[s], CONTROL)]), config))
       if at:
         out.append(extrapolation_claim(model, L, two, at))
   return out
@@ -354,7 +354,12 @@ def extrapolation_claim(model, L, two, longer) -> Claim:
       note='lengths tested: ' + ', '.join(str(n) for n in lengths))
 
 
-def control_claim(model, two, longer, check) -> Claim:
+# The Mamba paper's updates for its Table 2 (App. E.1: 25 epochs of 8,192
+# steps): a run that trains fewer cannot say the paper's result fails.
+PAPER_UPDATES = 25 * 8192
+
+
+def control_claim(model, two, longer, check, config) -> Claim:
   """The positive control: the Mamba paper (Gu & Dao 2023, sec. 4.1.2,
   Table 2) reports 2-layer Mamba at 100% on its induction-heads task at the
   training length: the share of seeds at CONTROL or above (claims.
@@ -374,7 +379,11 @@ def control_claim(model, two, longer, check) -> Claim:
            what=f'at {CONTROL:.0%} or above (accuracy per seed below'
                 + longer_text + ')'),
       dict(model=model, num_layers=2),
-      gates=claims_lib.learning_gate(stats.NOT_HELD, check),
+      gates={**claims_lib.learning_gate(stats.NOT_HELD, check),
+             **claims_lib.grid_gate(stats.NOT_HELD, config.rates),
+             **({} if config.steps >= PAPER_UPDATES else {stats.NOT_HELD: (
+                 f'{config.steps:,} updates, fewer than the paper\'s '
+                 f'{PAPER_UPDATES:,}: a failure here is not the paper\'s')})},
       note=f'each seed: 2 layers at {CONTROL:.0%} accuracy or above on the '
            "paper's task (a special trigger token)")
 

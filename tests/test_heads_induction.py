@@ -151,19 +151,28 @@ def test_the_trigger_task_is_the_groups_task():
       'induction'}
 
 
-@pytest.mark.parametrize('accuracy,flat,verdict', [
-    ([1.0] * 23 + [0.995], True, 'held'),  # every seed at 99% or above
-    ([1.0] * 23 + [0.98], True, 'held'),  # 23 of 24: above 4 in 5
-    ([1.0] * 10 + [0.98] * 14, True, 'did not hold'),  # 10 of 24, flat
-    ([1.0] * 10 + [0.98] * 14, False, 'inconclusive'),  # still learning
-    ([1.0, 0.995], True, 'inconclusive (underpowered: 2 seeds)'),
+@pytest.mark.parametrize('accuracy,flat,steps,rates,verdict', [
+    ([1.0] * 23 + [0.995], True, 4000, (1e-3,), 'held'),  # every seed >= 99%
+    ([1.0] * 23 + [0.98], True, 4000, (1e-3,), 'held'),  # 23 of 24
+    ([1.0] * 10 + [0.98] * 14, True, induction.PAPER_UPDATES, (1e-3, 3e-4),
+     'did not hold'),  # 10 of 24, flat, the paper's budget, a grid
+    ([1.0] * 10 + [0.98] * 14, False, induction.PAPER_UPDATES, (1e-3, 3e-4),
+     'inconclusive'),  # still learning
+    ([1.0] * 10 + [0.98] * 14, True, 4000, (1e-3, 3e-4),
+     'inconclusive'),  # fewer updates than the paper's
+    ([1.0] * 10 + [0.98] * 14, True, induction.PAPER_UPDATES, (1e-3,),
+     'inconclusive'),  # one rate
+    ([1.0, 0.995], True, 4000, (1e-3,), 'inconclusive (underpowered: 2 seeds)'),
 ])
-def test_positive_control_verdicts(accuracy, flat, verdict):
+def test_positive_control_verdicts(accuracy, flat, steps, rates, verdict):
   two = dict(enumerate(accuracy))
   check = {'flat': flat, 'fall': 0.0 if flat else 0.3, 'seeds': 1,
            'step': 4000}
+  config = dataclasses.replace(
+      induction.DEFAULTS, steps=steps, learning_rates=rates if len(rates) > 1
+      else (), learning_rate=rates[0])
   claim = induction.control_claim('mamba', two, {'128': {0: 0.5, 1: 0.4}},
-                                  check)
+                                  check, config)
   claim, = experiment.judged([claim])
   assert claim['verdict'] == verdict, claim['measured']
   assert 'at L=128: 0.500 0.400' in claim['measured']
