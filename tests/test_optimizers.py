@@ -93,8 +93,7 @@ def test_a_seed_stops_at_the_threshold_and_the_others_go_on():
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize('name', ['attention', 'mamba', 'lru',
-                                  'linear_attention', 'lstm_chrono'])
+@pytest.mark.parametrize('name', ['attention', 'mamba', 'lstm_chrono'])
 def test_tied_head_scores_by_the_embedding(name):
   model = models.make_model(name, vocab_size=20, length=12, d_model=16,
                             num_classes=20, num_layers=2, tied_head=True,
