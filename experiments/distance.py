@@ -169,20 +169,11 @@ class Distance(experiment.Experiment):
 
   defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
 
-  def groups(self, config):
-    return groups(config)
-
-  def rows(self, group, final, config, timing):
-    return rows(group, final, config, timing)
-
-  def line(self, group, final, config, timing):
-    return line(group, final, config, timing)
-
-  def print_table(self, config, summary):
-    print_table(config, summary)
-
-  def planned_claims(self, config):
-    return planned_claims(config)
+  groups = staticmethod(groups)
+  rows = staticmethod(rows)
+  line = staticmethod(line)
+  print_table = staticmethod(print_table)
+  planned_claims = staticmethod(planned_claims)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.curves)

@@ -303,30 +303,14 @@ class Heads(experiment.Experiment):
   defaults, quick, fields, columns, tags = DEFAULTS, QUICK, FIELDS, COLUMNS, TAGS
   one_length, final_test, keeps = ONE_LENGTH, False, True
   accepts = staticmethod(accepts)
-
-  def groups(self, config):
-    return groups(config)
-
-  def measure(self, group, ensemble, params, config):
-    return measure(group, ensemble, params, config)
-
-  def rows(self, group, final, config, timing):
-    return rows(group, final, config, timing)
-
-  def line(self, group, final, config, timing):
-    return line(group, final, config, timing)
-
-  def print_table(self, config, summary):
-    print_table(config, summary)
-
-  def planned_claims(self, config):
-    return planned_claims(config)
-
-  def on_chunk(self, group, config, step, probe, writer):
-    return on_chunk(group, config, step, probe, writer)
-
-  def keep(self, group, ensemble, params, config):
-    return keep(group, ensemble, params, config)
+  groups = staticmethod(groups)
+  measure = staticmethod(measure)
+  rows = staticmethod(rows)
+  line = staticmethod(line)
+  print_table = staticmethod(print_table)
+  planned_claims = staticmethod(planned_claims)
+  on_chunk = staticmethod(on_chunk)
+  keep = staticmethod(keep)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows)

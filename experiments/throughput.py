@@ -213,29 +213,20 @@ class Throughput(experiment.Cells):
   name, section, figure_file = 'throughput', SECTION, FIGURE
   defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
 
-  def cells(self, config):
-    return cells(config)
-
-  def measure_cell(self, cell, config, context):
-    return measure_cell(cell, config, context)
+  cells = staticmethod(cells)
+  measure_cell = staticmethod(measure_cell)
 
   def cell_line(self, cell, rows):
     return line(cell, rows)
 
-  def after_work(self, config):
-    return after_work(config)
-
-  def after(self, config, rows, context, progress):
-    return after(config, rows, context, progress)
-
-  def print_table(self, config, summary):
-    print_table(config, summary)
+  after_work = staticmethod(after_work)
+  after = staticmethod(after)
+  print_table = staticmethod(print_table)
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.context, folder, writer)
 
-  def context(self, config):
-    return context(config)
+  context = staticmethod(context)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.context)
