@@ -587,13 +587,26 @@ class Routing(experiment.Experiment):
   defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
   tables, one_length, final_test, keeps = TABLES, ONE_LENGTH, False, True
 
-  groups = staticmethod(groups)
-  measure = staticmethod(measure)
-  rows = staticmethod(rows)
-  line = staticmethod(line)
-  print_table = staticmethod(print_table)
-  planned_claims = staticmethod(planned_claims)
-  keep = staticmethod(keep)
+  def groups(self, config):
+    return groups(config)
+
+  def measure(self, group, ensemble, params, config):
+    return measure(group, ensemble, params, config)
+
+  def rows(self, group, final, config, timing):
+    return rows(group, final, config, timing)
+
+  def line(self, group, final, config, timing):
+    return line(group, final, config, timing)
+
+  def print_table(self, config, summary):
+    print_table(config, summary)
+
+  def planned_claims(self, config):
+    return planned_claims(config)
+
+  def keep(self, group, ensemble, params, config):
+    return keep(group, ensemble, params, config)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.tables, data.curves)
