@@ -107,6 +107,29 @@ def first_success(measurements, group, rate, batch_size):
   return {s: n * batch_size for s, n in steps.items()}
 
 
+def trial_claim(model, L, solved, config) -> Claim:
+  """The paper's result as a claim: every trial solved (claims.RELIABILITY,
+  `solved` per seed); a failure counts only after the paper's GIVE_UP
+  sequences, before that the verdict cannot be 'did not hold'."""
+  spec, seen = models_lib.get(model), config.steps * config.batch_size
+  return Claim(
+      f'The {"1997 LSTM" if model == "lstm97" else model} ({model}, '
+      f'{spec.init_name}) bridges a lag of {L} on task 2b in every '
+      f'trial (the paper: {PAPER["solved"]} of {PAPER["trials"]} at '
+      f'p = {PAPER["lag"]}).',
+      claims_lib.RELIABILITY, FAMILY,
+      dict(successes=solved, values=[float(x) for x in solved],
+           what=f'met the paper\'s criterion (every output\'s error '
+                f'below {ERROR} at the end, on {CRITERION_STRINGS:,} '
+                f'strings) within {config.steps:,} sequences'),
+      dict(model=model, length=L),
+      gates=({} if seen >= GIVE_UP else {
+          stats.NOT_HELD: f'{seen:,} sequences, fewer than the {GIVE_UP:,} '
+                          'after which the paper gives a trial up'}),
+      note='a trial succeeds at the first check (every chunk) that passes; '
+           "the sequences until then are reported beside the paper's mean")
+
+
 class LSTM97(experiment.Experiment):
   """LSTM'97's task 2b at lag p: the 1997 cell, the 1997 measure."""
   name, section, figure_file = 'lstm97', SECTION, FIGURE
@@ -154,25 +177,7 @@ class LSTM97(experiment.Experiment):
             mean_sequences=float(np.mean(counts)) if counts else None,
             median_sequences=float(np.median(counts)) if counts else None,
             learning_rate=rate)
-        spec = models_lib.get(m)
-        out['claims'].append(Claim(
-            f'The {"1997 LSTM" if m == "lstm97" else m} ({m}, '
-            f'{spec.init_name}) bridges a lag of {L} on task 2b in every '
-            f'trial (the paper: {PAPER["solved"]} of {PAPER["trials"]} at '
-            f'p = {PAPER["lag"]}).',
-            claims_lib.RELIABILITY, FAMILY,
-            dict(successes=solved, values=[float(x) for x in solved],
-                 what=f'met the paper\'s criterion (every output\'s error '
-                      f'below {ERROR} at the end, on {CRITERION_STRINGS:,} '
-                      f'strings) within {config.steps:,} sequences'),
-            dict(model=m, length=L),
-            gates=({} if config.steps * config.batch_size >= GIVE_UP else {
-                stats.NOT_HELD: f'{config.steps * config.batch_size:,} '
-                                f'sequences, fewer than the {GIVE_UP:,} '
-                                'after which the paper gives a trial up'}),
-            note='a trial succeeds at the first check (every chunk) that '
-                 'passes; the sequences until then are reported beside the '
-                 "paper's mean"))
+        out['claims'].append(trial_claim(m, L, solved, config))
     return out
 
   def print_table(self, config, summary):

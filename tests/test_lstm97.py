@@ -1,12 +1,16 @@
 """LSTM'97 (lstm97): its task, its cell against the paper's equations, the
 paper's truncated gradient, and the experiment end to end."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import nnx
 
-from src import models, tasks
+from experiments import lstm97
+from src import experiment, models, tasks
 from src.models import recurrent
 from tests import helpers
 
@@ -106,3 +110,15 @@ def test_experiment_end_to_end(tmp_path):
   assert claim['kind'] == 'reliability' and claim['verdict']
   assert (run / 'lstm97.png').exists()
   assert len(rows) == 2 and {'solved', 'accuracy', 'steps'} <= set(rows[0])
+
+
+@pytest.mark.parametrize('solved,steps,verdict', [
+    ([True] * 18, 30_000, 'held'),  # the paper's 18 of 18 (p = 0.98^... )
+    ([False] * 18, 30_000, 'inconclusive'),  # short of the paper's 5M
+    ([False] * 18, lstm97.GIVE_UP, 'did not hold'),  # trained out as it says
+])
+def test_the_papers_claim_has_a_known_answer(solved, steps, verdict):
+  config = dataclasses.replace(lstm97.DEFAULTS, steps=steps)
+  claim, = experiment.judged([lstm97.trial_claim('lstm97', 100, solved,
+                                                 config)])
+  assert claim['verdict'] == verdict, claim['measured']
