@@ -12,8 +12,10 @@ redone). --print_config shows every field and where it came from;
 --only_check_args runs every check and writes nothing.
 """
 # Kept short on purpose: the flags (the config fields of src/config.py's
-# Config), a bad one refused in one line, and the hand-off to src/launch.py.
+# Config and of each experiment's own config class), a bad one refused in
+# one line, and the hand-off to src/launch.py.
 
+import dataclasses
 import re
 import sys
 import textwrap
@@ -66,8 +68,8 @@ class _FieldParser(flags.ArgumentParser):
   src/config.py, which parses it once the experiment (and so the models it
   accepts) is known, so every bad value gets the same one-line error."""
 
-  def __init__(self, name: str):
-    self.syntactic_help = config_lib.flag_syntax(name)
+  def __init__(self, field):
+    self.syntactic_help = field.metadata['syntax']
 
   def parse(self, argument):
     return argument
@@ -77,11 +79,11 @@ class _FieldParser(flags.ArgumentParser):
 
 
 DEFAULT_NOTE = " (default: the experiment's, as --print_config shows)"
-for _name in config_lib.flag_fields():
-  flags.DEFINE(
-      _FieldParser(_name), _name, None,
-      f'{config_lib.field_docs()[_name]}{DEFAULT_NOTE}',
-      serializer=flags.ArgumentSerializer())
+FIELDS = experiments.flag_fields()  # {name: field}, every experiment's
+for _name, _field in FIELDS.items():
+  flags.DEFINE(_FieldParser(_field), _name, None,
+               f'{_field.metadata["doc"]}{DEFAULT_NOTE}',
+               serializer=flags.ArgumentSerializer())
 
 
 def command_line(argv: list[str]) -> launch.Flags:
@@ -105,9 +107,9 @@ def command_line(argv: list[str]) -> launch.Flags:
   present = {name for name in FLAGS if FLAGS[name].present}
   return launch.Flags(
       values=FLAGS.flag_values_dict(), present=present,
-      fields={name: FLAGS[name].value for name in config_lib.flag_fields()
+      fields={name: FLAGS[name].value for name in FIELDS
               if FLAGS[name].value is not None},
-      sources=sources, flagfiles=files)
+      sources=sources, flagfiles=files, field_names=tuple(FIELDS))
 
 
 def _flag_name(token: str) -> str:
@@ -129,27 +131,37 @@ OWN_WORDS = {
 
 
 def usage() -> str:
-  """What --help prints: what Searchlight is, then every flag a user sets
-  (the run's, the config fields, and absl's --flagfile, --only_check_args
-  and --verbosity)."""
+  """What --help prints: what Searchlight is, then every flag a user sets:
+  the run's, the shared config fields, each experiment's own fields under
+  its name, and absl's --flagfile, --only_check_args and --verbosity."""
   lines = [__doc__.strip(), '', 'Flags (config fields default to the '
            "experiment's, as --print_config shows):"]
   first = ('exp', 'workdir', 'checkpoint_dir', 'quick', 'overwrite',
            'print_config', 'only_check_args', 'flagfile')
   last = ('compilation_cache_dir', 'cpu_devices', 'coordinator_address',
           'num_processes', 'process_id', 'distributed', 'verbosity')
-  for name in first + config_lib.flag_fields() + last:
-    if name == 'flagfile':  # absl's own, read before the flags are
-      text = 'read flags from a file, one per line (configs/ has some)'
-      lines.append(f'  --flagfile: {text}')
-      continue
-    flag = FLAGS[name]
-    text = OWN_WORDS.get(name, flag.help).replace(DEFAULT_NOTE, '')
-    if name in config_lib.flag_fields():
-      text += f' [{flag.parser.syntactic_help}]'
-    lines.append(textwrap.fill(f'--{name}: {text}', 79, initial_indent='  ',
-                               subsequent_indent='      '))
+  shared = config_lib.Config.flags()
+  for name in first + shared + last:
+    lines.append(_flag_help(name, FIELDS.get(name)))
+  lines += ['', "Each experiment's own flags:"]
+  for exp in experiments.EXPERIMENTS:
+    config = type(experiments.load(exp).defaults)
+    own = [f for f in dataclasses.fields(config)
+           if f.name in config.flags() and f.name not in shared]
+    for field in own:
+      lines.append(_flag_help(field.name, field, f'--exp={exp}: '))
   return '\n'.join(lines)
+
+
+def _flag_help(name: str, field=None, prefix: str = '') -> str:
+  if name == 'flagfile':  # absl's own, read before the flags are
+    text = 'read flags from a file, one per line (configs/ has some)'
+  elif field is not None:
+    text = f'{field.metadata["doc"]} [{field.metadata["syntax"]}]'
+  else:
+    text = OWN_WORDS.get(name, FLAGS[name].help)
+  return textwrap.fill(f'{prefix}--{name}: {text}', 79, initial_indent='  ',
+                       subsequent_indent='      ')
 
 
 def parse_flags(argv: list[str]) -> list[str]:

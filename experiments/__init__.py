@@ -9,7 +9,6 @@ Imported lazily by name, so `run.py --help` and flag checks stay fast.
 import dataclasses
 import importlib
 
-from src.config import Config
 
 EXPERIMENTS = ('distance', 'gating', 'attention', 'gradient', 'cost', 'heads',
                'induction', 'budget', 'throughput', 'routing', 'recall',
@@ -37,10 +36,18 @@ def load(name: str):
 
 
 def fields(name: str) -> tuple[str, ...]:
-  """The config fields `--exp=NAME` reads, in Config's order; for an
-  experiment made of parts (`all`), its own and the union of its parts'."""
-  experiment = load(name)
-  wanted = set(experiment.fields)
-  for part in experiment.parts:
-    wanted |= set(load(part).fields)
-  return tuple(f.name for f in dataclasses.fields(Config) if f.name in wanted)
+  """The config field flags `--exp=NAME` accepts (for an experiment made of
+  parts, `all`, its own and its parts')."""
+  return load(name).fields
+
+
+def flag_fields() -> dict:
+  """{name: dataclass field} of every experiment's field flags: what run.py
+  defines. A name two experiments declare takes the same syntax in both."""
+  out = {}
+  for name in EXPERIMENTS:
+    config = type(load(name).defaults)
+    for field in dataclasses.fields(config):
+      if field.name in config.flags():
+        out.setdefault(field.name, field)
+  return out

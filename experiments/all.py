@@ -155,10 +155,19 @@ def report_order(parts=None) -> list[str]:
   return sorted(parts or names(), key=number)
 
 
-DEFAULTS = Config(exp='all')
+@dataclasses.dataclass(frozen=True)
+class AllConfig(Config):
+  parts: tuple[str, ...] = config_lib.field(
+      (), 'the parts to run and report (default: every one)',
+      'a comma list of the parts of --exp=all',
+      lambda flag, text, context: config_lib.choice_list(
+          flag, text, context['parts']))
+  # Its flags are its parts' (`All.fields`): each part reads its own.
+  fixed = tuple(f.name for f in dataclasses.fields(Config))
+
+
+DEFAULTS = AllConfig(exp='all')
 QUICK = dataclasses.replace(DEFAULTS, quick=True)
-accepts = lambda spec: True  # each part checks its own
-FIELDS = ('parts',)  # its own; each part's come from the part
 COLUMNS = ['experiment', 'claim', 'verdict', 'measured', 'kind', 'test',
            'p', 'p_adjusted', 'p_bh', 'bh_verdict', 'lesson']
 
@@ -172,10 +181,8 @@ PASSED = ('quick', 'compilation_cache_dir', 'cpu_devices',
 
 def passthrough(part: str, flags) -> list[str]:
   """The flags the user gave that part `part` reads, as its command line."""
-  reads = experiments.load(part).fields
-  names = tuple(n for n in config_lib.flag_fields() if n in reads)
   out = []
-  for name in names + PASSED:
+  for name in experiments.load(part).fields + PASSED:
     if name in flags.present:
       value = flags.values[name]
       out.append(f'--{name}' if value is True else
@@ -474,7 +481,7 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   storage.write_whole(run_dir.path / 'REPORT.md', report)
   record.publish(run_dir, config, summary,
                  lambda writer: writer.add_text('report', report, 0),
-                 fields=experiments.fields('all'))
+                 fields=EXPERIMENT.fields)
   print('\n' + record.table([[c['lesson'], c['verdict'], c['claim'][:70]]
                               for c in claims], ['#', 'verdict', 'claim']))
   print(f'\nReport: {run_dir.path / "REPORT.md"}')
@@ -484,8 +491,13 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
 class All(experiment.Composite):
   """The whole lesson: every part, then REPORT.md."""
   name = 'all'
-  defaults, quick, fields, columns, parts = (DEFAULTS, QUICK, FIELDS, COLUMNS,
-                                             PARTS)
+  defaults, quick, columns, parts = DEFAULTS, QUICK, COLUMNS, PARTS
+
+  @property
+  def fields(self) -> tuple[str, ...]:
+    """Its own (--parts) and every part's."""
+    return tuple(dict.fromkeys(super().fields + tuple(
+        f for part in PARTS for f in experiments.load(part).fields)))
 
   def run(self, config, run_dir, *, stop=None, flags=None) -> dict:
     return run(config, run_dir, stop=stop, flags=flags)

@@ -30,7 +30,12 @@ from src import tasks as tasks_lib
 from src.claims import Claim
 from src.config import Config
 
-DEFAULTS = Config(
+@dataclasses.dataclass(frozen=True)
+class AttentionConfig(Config):
+  fixed = ('chrono_horizon',)  # attention models only (`accepts`)
+
+
+DEFAULTS = AttentionConfig(
     exp='attention',
     # With learned positions and without (a position found by its content
     # only: the lesson's searchlight is a look-up by content).
@@ -48,11 +53,6 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, seeds=4, steps=300)
 accepts = lambda spec: spec.has_attention  # the beam is its weights
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'num_filler', 'decoys', 'eval_examples', 'chunk_steps',
-          'checkpoint_every')
 
 SECTION, FIGURE = '3. The searchlight', 'attention.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'first_symbol', 'pos0_mass', 'entropy',
@@ -489,7 +489,7 @@ def plot_lengths(config, summary, path, writer=None):
 class Attention(experiment.Experiment):
   """The searchlight: where the last position's query looks."""
   name, section, figure_file = 'attention', SECTION, FIGURE
-  defaults, quick, fields, columns, tags = DEFAULTS, QUICK, FIELDS, COLUMNS, TAGS
+  defaults, quick, columns, tags = DEFAULTS, QUICK, COLUMNS, TAGS
   final_test, keeps = False, True
   accepts = staticmethod(accepts)
   groups = staticmethod(groups)

@@ -34,7 +34,7 @@ from src import stats
 from src.claims import Claim
 from src.config import Config
 
-DEFAULTS = Config(
+DEFAULTS = memory.BudgetConfig(
     exp='budget',
     models=('lstm', 'lstm_chrono', 'gru', 'rnn'),  # attention: see distance
     # 30 and 40 resolve (20, 50], where the limits of the LSTM and the GRU
@@ -54,12 +54,6 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(
     DEFAULTS, lengths=(5, 20, 50), budgets=(100, 400), seeds=4, steps=400)
-accepts = lambda spec: True
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
-          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'chrono_horizon', 'num_filler', 'decoys', 'eval_examples',
-          'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '2. Distance: wall or budget?', 'budget.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS
 rows, line = memory.rows, memory.budget_line
@@ -155,7 +149,7 @@ class Budget(experiment.Experiment):
   """Wall or budget: a limit more training does not move."""
   name, section, figure_file = 'budget', SECTION, FIGURE
 
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 
   groups = staticmethod(groups)
   rows = staticmethod(rows)

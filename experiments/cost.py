@@ -34,11 +34,22 @@ from src import models as models_lib
 from src import record
 from src import stats
 from src import claims as claims_lib
+from src import config as config_lib
 from src import experiment
 from src.claims import Claim
 from src.config import Config
 
-DEFAULTS = Config(
+@dataclasses.dataclass(frozen=True)
+class CostConfig(Config):
+  widths: tuple[int, ...] = config_lib.counts(
+      (32, 512, 4096), "the widths d_model at which attention's price is "
+      'counted (not run)')
+  # It counts and times one step per model and length; it trains nothing.
+  fixed = config_lib.TRAINING_ONLY + ('seeds', 'seed', 'steps',
+                                       'chrono_horizon', 'chunk_steps')
+
+
+DEFAULTS = CostConfig(
     exp='cost',
     models=('attention', 'attention_last', 'lstm', 'gru', 'rnn',
             'linear_attention', 'lru', 'mamba'),
@@ -53,10 +64,6 @@ DEFAULTS = Config(
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, lengths=(64, 256, 1024, 2048),
                             widths=(32, 512))
-accepts = lambda spec: True
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'batch_size', 'learning_rate', 'd_model',
-          'num_heads', 'num_layers', 'num_filler', 'widths')
 SECTION, FIGURE = '5. Everything at once, at an N x N price', 'cost.png'
 COLUMNS = ['model', 'length', 'pass', 'flops', 'bytes', 'peak_bytes',
            'wall_s', 'depth', 'compile_s']
@@ -468,7 +475,7 @@ def plot(config, summary, rows, path, writer=None):
 class Cost(experiment.Cells):
   """Everything at once, at an N x N price: FLOPs, depth and wall time."""
   name, section, figure_file = 'cost', SECTION, FIGURE
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 
   cells = staticmethod(cells)
   measure_cell = staticmethod(measure_cell)

@@ -50,12 +50,6 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(
     DEFAULTS, lengths=(5, 20, 50), seeds=4, steps=300)
 
-accepts = lambda spec: True  # which registered models --models takes
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'chrono_horizon', 'num_filler', 'decoys', 'eval_examples',
-          'chunk_steps', 'checkpoint_every')
 
 SECTION, FIGURE = '2. Distance', 'distance.png'  # in REPORT.md
 COLUMNS = memory.COLUMNS
@@ -167,7 +161,7 @@ class Distance(experiment.Experiment):
   """How far back each model reaches for the first symbol."""
   name, section, figure_file = 'distance', SECTION, FIGURE
 
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 
   groups = staticmethod(groups)
   rows = staticmethod(rows)

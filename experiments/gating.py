@@ -37,7 +37,7 @@ from src import record
 from src import stats
 from src.config import Config
 
-DEFAULTS = Config(
+DEFAULTS = memory.BudgetConfig(
     exp='gating',
     models=('lstm', 'lstm_fb1', 'lstm_chrono', 'gru', 'gru_chrono', 'rnn',
             'rnn_uniform'),
@@ -61,12 +61,6 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(
     DEFAULTS, models=('lstm', 'lstm_chrono', 'rnn'), lengths=(10, 20, 50),
     budgets=(150, 300), seeds=4, steps=300)
-accepts = lambda spec: True  # claims judge the gated and plain ones
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'budgets', 'seeds', 'seed', 'batch_size',
-          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'chrono_horizon', 'num_filler', 'decoys', 'eval_examples',
-          'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '2. Distance: gating at its best (initialisations)', 'gating.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS
 rows, line = memory.rows, memory.budget_line
@@ -207,7 +201,7 @@ class Gating(experiment.Experiment):
   """Gating at its best: per initialisation, rate and budget."""
   name, section, figure_file = 'gating', SECTION, FIGURE
 
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 
   groups = staticmethod(groups)
   rows = staticmethod(rows)

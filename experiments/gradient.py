@@ -45,7 +45,16 @@ from src import tasks as tasks_lib
 from src.claims import Claim
 from src.config import Config
 
-DEFAULTS = Config(
+@dataclasses.dataclass(frozen=True)
+class GradientConfig(Config):
+  bridge_length: int = config_lib.integer(
+      200, 'the length at which the sensitivity to every position of the '
+      'same strings is measured (a model trained at that length, one more '
+      'group per model unless it is one of --lengths)', tasks_lib.MIN_LENGTH)
+  fixed = ('decoys', 'eval_examples')  # its own strings, no decoys
+
+
+DEFAULTS = GradientConfig(
     exp='gradient',
     # lru: the bridge through a linear recurrence (Orvieto et al. 2023).
     models=('attention', 'lstm', 'lstm_chrono', 'gru', 'rnn', 'lru'),
@@ -62,12 +71,6 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(
     DEFAULTS, lengths=(5, 10, 20, 40), seeds=4, steps=200,
     bridge_length=100)  # half the default's: still 1e-22 at x0.6 per step
-accepts = lambda spec: True
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'learning_rates', 'd_model', 'num_heads',
-          'num_layers', 'chrono_horizon', 'num_filler', 'chunk_steps',
-          'checkpoint_every', 'bridge_length')
 SECTION, FIGURE = '4. The direct bridge', 'gradient.png'  # in REPORT.md
 COLUMNS = ['model', 'length', 'seed', 'phase', 'step', 'sensitivity',
            'pos0_mass', 'accuracy', 'sensitivity_last', 'relative_sensitivity']
@@ -527,7 +530,7 @@ def across_lengths(config, summary, rows, axes):
 class Gradient(experiment.Experiment):
   """The direct bridge: the signal from the output back to position 0."""
   name, section, figure_file = 'gradient', SECTION, FIGURE
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   tables, tags, final_test = TABLES, TAGS, False
 
   groups = staticmethod(groups)

@@ -28,12 +28,26 @@ import numpy as np
 from src import record
 from src import stats
 from src import claims as claims_lib
+from src import config as config_lib
 from src import experiment
 from src import tasks as tasks_lib
 from src.claims import Claim
 from src.config import Config
 
-DEFAULTS = Config(
+@dataclasses.dataclass(frozen=True)
+class HeadsConfig(Config):
+  heads: tuple[int, ...] = config_lib.counts(
+      (1, 2, 4), 'head counts compared',
+      f'{config_lib.COUNTS}, each dividing --d_model')
+  # One layer of --heads heads on its two-symbol task.
+  fixed = ('num_heads', 'num_layers', 'chrono_horizon', 'decoys')
+
+  def check(self):
+    super().check()
+    config_lib.check_divides('heads', self.heads, self.d_model)
+
+
+DEFAULTS = HeadsConfig(
     exp='heads',
     models=('attention',),
     lengths=(16,),
@@ -50,10 +64,6 @@ DEFAULTS = Config(
 QUICK = dataclasses.replace(DEFAULTS, heads=(1, 2), seeds=2, steps=400)
 ONE_LENGTH = True  # its summary and claims are of one length
 accepts = lambda spec: spec.has_attention  # heads are attention's
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'heads', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'learning_rates', 'd_model', 'num_filler',
-          'eval_examples', 'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '6. Heads', 'heads.png'  # in REPORT.md
 COLUMNS = ['model', 'num_heads', 'length', 'seed', 'head', 'mass_first',
            'mass_second',
@@ -300,7 +310,7 @@ def plot(config, rows, maps, path, writer=None):
 class Heads(experiment.Experiment):
   """Many looks: do heads specialise without being told?"""
   name, section, figure_file = 'heads', SECTION, FIGURE
-  defaults, quick, fields, columns, tags = DEFAULTS, QUICK, FIELDS, COLUMNS, TAGS
+  defaults, quick, columns, tags = DEFAULTS, QUICK, COLUMNS, TAGS
   one_length, final_test, keeps = ONE_LENGTH, False, True
   accepts = staticmethod(accepts)
   groups = staticmethod(groups)

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from src import claims as claims_lib
+from src import config as config_lib
 from src import experiment
 from src import models as models_lib
 from src import record
@@ -34,7 +35,22 @@ from src import tasks as tasks_lib
 from src.claims import Claim
 from src.config import Config
 
-DEFAULTS = Config(
+@dataclasses.dataclass(frozen=True)
+class InductionConfig(Config):
+  depths: tuple[int, ...] = config_lib.counts(
+      (1, 2), 'attention depths compared')
+  test_lengths: tuple[int, ...] = config_lib.integers(
+      (), 'the lengths a model that reads any length is tested at, beside '
+      'its training length (default: 2x and 4x it)', 3)
+  vocab: int = config_lib.integer(16, 'token vocabulary of the task', 3)
+  induction_task: str = config_lib.choice(
+      'induction', 'the task: `induction` (the last token occurred once '
+      'before) or `trigger_induction` (the Mamba paper\'s: a special trigger '
+      'token, the positive control)', ('induction', 'trigger_induction'))
+  fixed = ('num_layers', 'num_filler', 'decoys')  # --depths; its own task
+
+
+DEFAULTS = InductionConfig(
     exp='induction',
     models=('attention', 'lstm'),
     lengths=(24,),
@@ -56,12 +72,6 @@ DEFAULTS = Config(
 # that it had not formed yet.
 QUICK = dataclasses.replace(DEFAULTS, seeds=2, learning_rates=())
 ONE_LENGTH = True  # its summary and claims are of one length
-accepts = lambda spec: True
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'depths', 'num_heads', 'vocab', 'seeds', 'seed',
-          'induction_task', 'test_lengths', 'steps', 'batch_size', 'learning_rate',
-          'learning_rates', 'd_model',
-          'chrono_horizon', 'eval_examples', 'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = '7. Depth (induction)', 'induction.png'  # in REPORT.md
 COLUMNS = ['model', 'num_layers', 'length', 'seed', 'accuracy']
 HEAD_COLUMNS = ['model', 'num_layers', 'length', 'seed', 'layer', 'head',
@@ -469,7 +479,7 @@ def plot(config, summary, examples, path, writer=None):
 class Induction(experiment.Experiment):
   """Stacked looks: can two layers fetch what follows a token?"""
   name, section, figure_file = 'induction', SECTION, FIGURE
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   tables, tags, one_length, final_test, keeps = (TABLES, TAGS, ONE_LENGTH,
                                                  False, True)
 

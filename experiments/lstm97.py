@@ -55,7 +55,14 @@ ERROR = 0.25  # the paper's bound on every output's error at the end
 GIVE_UP = 5_000_000
 CRITERION_STRINGS = 10_000  # the paper checks 10,000 successive sequences
 
-DEFAULTS = Config(
+@dataclasses.dataclass(frozen=True)
+class Lstm97Config(Config):
+  # One 1997 cell (--d_model cells) on task 2b: no heads, layers, filler.
+  fixed = ('num_heads', 'num_layers', 'chrono_horizon', 'num_filler',
+            'decoys')
+
+
+DEFAULTS = Lstm97Config(
     exp='lstm97',
     models=('lstm97',),
     lengths=(PAPER['lag'],),
@@ -70,9 +77,6 @@ DEFAULTS = Config(
     checkpoint_every=5000,
 )
 QUICK = dataclasses.replace(DEFAULTS, lengths=(20,), seeds=4, steps=4000)
-FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'learning_rates', 'optimizer', 'd_model',
-          'eval_examples', 'chunk_steps', 'checkpoint_every')
 SECTION, FIGURE = "10. Beyond the lesson: LSTM'97's long time lag", 'lstm97.png'
 # A seed's sequences until solved are in summary.json (`sequences_per_seed`)
 # and, check by check, in measurements.csv (`solved`).
@@ -133,7 +137,7 @@ def trial_claim(model, L, solved, config) -> Claim:
 class LSTM97(experiment.Experiment):
   """LSTM'97's task 2b at lag p: the 1997 cell, the 1997 measure."""
   name, section, figure_file = 'lstm97', SECTION, FIGURE
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   probe, probe_examples, final_test = criterion, CRITERION_STRINGS, True
 
   def accepts(self, spec):

@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from src import claims as claims_lib
+from src import config as config_lib
 from src import experiment
 from src import models as models_lib
 from src import record
@@ -36,7 +37,27 @@ from src import tasks as tasks_lib
 from src.claims import Claim
 from src.config import Config, ConfigError
 
-DEFAULTS = Config(
+@dataclasses.dataclass(frozen=True)
+class RecallConfig(Config):
+  pairs: tuple[int, ...] = config_lib.counts(
+      (4, 8, 16), 'key-value pairs per string compared')
+  widths: tuple[int, ...] = config_lib.counts(
+      (16, 32, 64), 'model widths d_model compared')
+  vocab: int = config_lib.integer(33, 'token vocabulary of the task', 3)
+  recall_task: str = config_lib.choice(
+      'recall', "the task: `recall` (Searchlight's variant: uniform query "
+      'slots, the answer after each query, values with replacement, a '
+      "read-out over the values) or `mqar` (Zoology's, as published: "
+      'power-law query slots, the filler after each query, distinct values, '
+      'a read-out tied to the embeddings over the vocabulary)',
+      ('recall', 'mqar'))
+  power_a: float = config_lib.unit(
+      0.01, "the mqar task's query-slot power law a (p(slot i) ~ "
+      '(i+1)^(a-1); 1 is uniform)')
+  fixed = ('d_model', 'num_filler', 'decoys')  # --widths; its own task
+
+
+DEFAULTS = RecallConfig(
     exp='recall',
     models=('attention', 'linear_attention', 'lru', 'mamba', 'lstm_chrono'),
     lengths=(32,),  # 4 x the most pairs: the pairs, then a query slot each
@@ -62,13 +83,6 @@ QUICK = dataclasses.replace(
     DEFAULTS, models=('attention', 'linear_attention', 'lru', 'lstm_chrono'),
     pairs=(1, 8), widths=(16,), seeds=2, steps=300, eval_examples=256)
 accepts = lambda spec: spec.state_floats is not None and spec.sequence_outputs
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'learning_rates', 'num_heads', 'num_layers',
-          'chrono_horizon', 'pairs', 'widths', 'vocab', 'recall_task',
-          'power_a', 'optimizer', 'weight_decay', 'schedule',
-          'train_strings', 'early_stop', 'eval_examples', 'chunk_steps',
-          'checkpoint_every')
 SECTION, FIGURE = '9. The summary that fills up (recall)', 'recall.png'
 COLUMNS = ['model', 'length', 'num_pairs', 'd_model', 'num_layers', 'seed',
            'accuracy', 'loss', 'state_floats', 'steps', 'wall_s',
@@ -475,7 +489,7 @@ def plot(config, summary, path, writer=None):
 class Recall(experiment.Experiment):
   """The summary that fills up: multi-query associative recall."""
   name, section, figure_file = 'recall', SECTION, FIGURE
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   accepts = staticmethod(accepts)
   groups = staticmethod(groups)
   rows = staticmethod(rows)

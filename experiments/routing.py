@@ -43,6 +43,7 @@ import numpy as np
 from flax import nnx
 
 from src import claims as claims_lib
+from src import config as config_lib
 from src import experiment
 from src import models as models_lib
 from src import record
@@ -51,7 +52,19 @@ from src import tasks as tasks_lib
 from src.claims import Claim
 from src.config import Config
 
-DEFAULTS = Config(
+@dataclasses.dataclass(frozen=True)
+class RoutingConfig(Config):
+  heads: tuple[int, ...] = config_lib.counts(
+      (1, 2, 4), 'head counts of the attention stacks compared',
+      f'{config_lib.COUNTS}, each dividing --d_model')
+  fixed = ('num_heads', 'decoys')  # heads from --heads; its own tasks
+
+  def check(self):
+    super().check()
+    config_lib.check_divides('heads', self.heads, self.d_model)
+
+
+DEFAULTS = RoutingConfig(
     exp='routing',
     models=('attention', 'transformer', 'lstm_chrono'),
     lengths=(10,),
@@ -75,13 +88,6 @@ QUICK = dataclasses.replace(DEFAULTS, quick=True, seeds=4, steps=600,
                             learning_rates=(),
                             heads=(1,), eval_examples=512)
 ONE_LENGTH = True  # its summary and claims are of one length
-accepts = lambda spec: True  # attention stacks get heads, the rest one group
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'heads', 'seeds', 'seed', 'steps',
-          'batch_size', 'learning_rate', 'learning_rates', 'd_model',
-          'num_layers',
-          'chrono_horizon', 'num_filler', 'eval_examples', 'chunk_steps',
-          'checkpoint_every')
 SECTION, FIGURE = '8. Routing and the dense block', 'routing.png'
 COLUMNS = ['model', 'd_model', 'num_heads', 'task', 'length', 'seed',
            'num_params', 'accuracy', 'wall_s', 'compile_s']
@@ -584,7 +590,7 @@ def plot(config, summary, xor, path, writer=None):
 class Routing(experiment.Experiment):
   """Routing against transforming: attention alone, and the dense block."""
   name, section, figure_file = 'routing', SECTION, FIGURE
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   tables, one_length, final_test, keeps = TABLES, ONE_LENGTH, False, True
 
   def groups(self, config):

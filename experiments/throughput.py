@@ -27,11 +27,17 @@ import jax
 from src import costs
 from src import models as models_lib
 from src import record
+from src import config as config_lib
 from src import experiment
 from src import train as train_lib
 from src.config import Config
 
-DEFAULTS = Config(
+@dataclasses.dataclass(frozen=True)
+class ThroughputConfig(Config):
+  fixed = config_lib.TRAINING_ONLY  # it times steps; it tests nothing
+
+
+DEFAULTS = ThroughputConfig(
     exp='throughput',
     models=('attention', 'lstm', 'gru', 'rnn', 'linear_attention', 'lru',
             'mamba'),
@@ -44,11 +50,6 @@ DEFAULTS = Config(
 )
 # --quick: a first look in a fraction of the time (same code, fewer steps).
 QUICK = dataclasses.replace(DEFAULTS, lengths=(10, 50), steps=20)
-accepts = lambda spec: True
-# The field flags it reads; run.py refuses the others.
-FIELDS = ('models', 'lengths', 'seeds', 'seed', 'steps', 'batch_size',
-          'learning_rate', 'd_model', 'num_heads', 'num_layers',
-          'chrono_horizon', 'num_filler', 'chunk_steps')
 SECTION, FIGURE = 'Speed', 'throughput.png'  # not a part of --exp=all
 COLUMNS = ['model', 'length', 'seeds', 'batch_size', 'steps_per_s',
            'seqs_per_s', 'flops_per_step', 'flops_per_s', 'peak_fraction',
@@ -211,7 +212,7 @@ def plot(config, rows, matmul, path, writer=None):
 class Throughput(experiment.Cells):
   """Training throughput: sequences per second, per model and length."""
   name, section, figure_file = 'throughput', SECTION, FIGURE
-  defaults, quick, fields, columns = DEFAULTS, QUICK, FIELDS, COLUMNS
+  defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 
   cells = staticmethod(cells)
   measure_cell = staticmethod(measure_cell)

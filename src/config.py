@@ -1,13 +1,17 @@
-"""The run config: one frozen dataclass, parsed and validated from flags.
+"""The run config: the fields every experiment shares, parsed and validated
+from flags; each experiment adds its own fields in a subclass, in its file.
 
-Every experiment starts from `Config()` with its own defaults replaced; the
-flags the user gives override those. Validation raises `ConfigError` with one
-line naming the flag and what it accepts, before anything is written.
+An experiment's defaults are an instance of its config class; the flags the
+user gives override them. The flags an experiment accepts are its class's
+field flags (`flags()`), less the shared ones it fixes (`fixed`).
+Validation raises `ConfigError` with one line naming the flag and what it
+accepts, before anything is written.
 """
 
 import dataclasses
 import math
 import os
+from typing import ClassVar
 
 from src import models as models_lib
 from src import tasks as tasks_lib
@@ -17,7 +21,7 @@ class ConfigError(ValueError):
   """Bad user input: the message is one line naming the flag."""
 
 
-def _field(default, doc, syntax=None, parse=None, *, defines_run=True):
+def field(default, doc, syntax=None, parse=None, *, defines_run=True):
   """A config field: `doc` its help; a field with `parse` is also a flag,
   `--NAME`, taking `syntax` (for --help and errors) and parsed by
   `parse(flag, text, context)`; `defines_run=False` for fields that never
@@ -27,148 +31,138 @@ def _field(default, doc, syntax=None, parse=None, *, defines_run=True):
       'defines_run': defines_run})
 
 
-INDUCTION_TASKS = ('induction', 'trigger_induction')
-RECALL_TASKS = ('recall', 'mqar')
+COUNT, COUNTS = 'an integer >= 1', 'a comma list of distinct integers >= 1'
+
+
+def count(default, doc, **kwargs):
+  """A field flag taking an integer >= 1."""
+  return field(default, doc, COUNT, lambda flag, text, context: _int(
+      flag, text), **kwargs)
+
+
+def counts(default, doc, syntax=COUNTS):
+  """A field flag taking distinct integers >= 1."""
+  return field(default, doc, syntax, lambda flag, text, context: _int_list(
+      flag, text, 1))
+
+
+def integer(default, doc, minimum):
+  """A field flag taking an integer >= `minimum`."""
+  return field(default, doc, f'an integer >= {minimum}',
+               lambda flag, text, context: _int(flag, text, minimum=minimum))
+
+
+def integers(default, doc, minimum):
+  """A field flag taking a comma list of integers >= `minimum`."""
+  return field(default, doc, f'a comma list of integers >= {minimum}',
+               lambda flag, text, context: _int_list(flag, text, minimum))
+
+
+def choice(default, doc, choices):
+  """A field flag taking one of `choices`."""
+  return field(default, doc, ', '.join(choices[:-1]) + f' or {choices[-1]}',
+               lambda flag, text, context: _choice(flag, text, choices))
+
+
+def unit(default, doc):
+  """A field flag taking a number in (0, 1]."""
+  return field(default, doc, 'a number in (0, 1]',
+               lambda flag, text, context: _unit(flag, text))
+
+
 OPTIMIZERS, SCHEDULES = ('adam', 'adamw', 'sgd'), ('constant', 'cosine')
-_COUNT, _COUNTS = 'an integer >= 1', 'a comma list of distinct integers >= 1'
-_count = lambda flag, text, context: _int(flag, text)
-_counts = lambda flag, text, context: _int_list(flag, text, 1)
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-  """Every field a run reads: its default, its help, and, for a flag, what
-  it accepts. A new field is one line here (and its name in the FIELDS of
-  each experiment that reads it): run.py defines its flag from it."""
-  exp: str = _field('distance', 'experiment to run')
-  quick: bool = _field(False, "the experiment's CPU-fast variant (--quick)")
-  models: tuple[str, ...] = _field(
+  """The shared run config: every field the runner and the library read.
+  An experiment's own fields are a subclass in its file; a new field is one
+  line there (or here, when the runner reads it): run.py defines its flag
+  from it."""
+  exp: str = field('distance', 'experiment to run')
+  quick: bool = field(False, "the experiment's CPU-fast variant (--quick)")
+  models: tuple[str, ...] = field(
       ('attention', 'lstm', 'gru', 'rnn'),
       'models to train (names in the registry)',
       'a comma list of distinct registered model names',
-      lambda flag, text, context: _choice_list(flag, text,
+      lambda flag, text, context: choice_list(flag, text,
                                                context['models']))
-  lengths: tuple[int, ...] = _field(
+  lengths: tuple[int, ...] = field(
       (20,), 'sequence lengths L (query at L-1)',
       f'a comma list of distinct integers >= {tasks_lib.MIN_LENGTH}',
       lambda flag, text, context: _int_list(flag, text,
                                             context['min_length']))
-  seeds: int = _field(4, 'seeds per group, trained at once on a vmap axis',
-                      _COUNT, _count)
-  seed: int = _field(0, 'base seed; seed i of a group uses fold_in(seed, i)',
-                     'an integer >= 0',
-                     lambda flag, text, context: _int(flag, text, minimum=0))
-  steps: int = _field(1000, 'training steps per group (Adam, fresh strings)',
-                      _COUNT, _count)
-  batch_size: int = _field(64, 'strings per training step per seed', _COUNT,
-                           _count)
-  learning_rate: float = _field(
+  seeds: int = count(4, 'seeds per group, trained at once on a vmap axis')
+  seed: int = field(0, 'base seed; seed i of a group uses fold_in(seed, i)',
+                    'an integer >= 0',
+                    lambda flag, text, context: _int(flag, text, minimum=0))
+  steps: int = count(1000, 'training steps per group (Adam, fresh strings)')
+  batch_size: int = count(64, 'strings per training step per seed')
+  learning_rate: float = field(
       3e-3, 'Adam learning rate, no schedule', 'a finite number > 0',
       lambda flag, text, context: _rate(flag, text))
-  learning_rates: tuple[float, ...] = _field(
+  learning_rates: tuple[float, ...] = field(
       (), 'Adam learning rates trained side by side, one compiled program '
       '(a grid on the ensemble axis, paired by seed); each group is judged '
       'at the rate with the best validation accuracy. Empty: the one '
       '--learning_rate', 'a comma list of distinct finite numbers > 0',
       lambda flag, text, context: _rate_list(flag, text))
-  d_model: int = _field(32, 'width shared by every model (embedding, state)',
-                        _COUNT, _count)
-  num_heads: int = _field(1, 'attention heads per layer',
-                          f'{_COUNT} dividing --d_model', _count)
-  num_layers: int = _field(1, 'attention layers', _COUNT, _count)
-  chrono_horizon: int = _field(
+  d_model: int = count(32, 'width shared by every model (embedding, state)')
+  num_heads: int = field(1, 'attention heads per layer',
+                         f'{COUNT} dividing --d_model',
+                         lambda flag, text, context: _int(flag, text))
+  num_layers: int = count(1, 'attention layers')
+  chrono_horizon: int = field(
       0, "chrono's T_max, the same at every length of a sweep (chrono "
       'models only); 0: the longest of --lengths',
       'an integer >= 3, or 0 for the longest of --lengths',
       lambda flag, text, context: _horizon(flag, text))
-  heads: tuple[int, ...] = _field((1, 2, 4),
-                                  'head counts compared (--exp=heads)',
-                                  f'{_COUNTS}, each dividing --d_model',
-                                  _counts)
-  depths: tuple[int, ...] = _field(
-      (1, 2), 'attention depths compared (--exp=induction)', _COUNTS,
-      _counts)
-  test_lengths: tuple[int, ...] = _field(
-      (), 'the lengths --exp=induction tests a model that reads any length '
-      'at, beside its training length (default: 2x and 4x it)',
-      'a comma list of integers >= 3',
-      lambda flag, text, context: _int_list(flag, text, 3))
-  vocab: int = _field(16, 'token vocabulary of the induction task',
-                      'an integer >= 3',
-                      lambda flag, text, context: _int(flag, text, minimum=3))
-  induction_task: str = _field(
-      'induction', "the induction experiment's task: `induction` (the last "
-      'token occurred once before) or `trigger_induction` (the Mamba '
-      "paper's: a special trigger token, the positive control)",
-      'induction or trigger_induction',
-      lambda flag, text, context: _choice(flag, text, INDUCTION_TASKS))
-  budgets: tuple[int, ...] = _field(
-      (250, 1000, 4000), 'training budgets in steps (--exp=budget)', _COUNTS,
-      _counts)
-  pairs: tuple[int, ...] = _field(
-      (4, 8, 16), 'key-value pairs per string compared (--exp=recall)',
-      _COUNTS, _counts)
-  widths: tuple[int, ...] = _field(
-      (16, 32, 64), 'model widths d_model compared (--exp=recall; '
-      "--exp=cost counts attention's price at each)", _COUNTS,
-      _counts)
-  bridge_length: int = _field(
-      200, 'the length at which --exp=gradient measures the sensitivity to '
-      'every position of the same strings (a model trained at that length, '
-      'one more group per model unless it is one of --lengths)',
-      f'an integer >= {tasks_lib.MIN_LENGTH}',
-      lambda flag, text, context: _int(flag, text,
-                                       minimum=tasks_lib.MIN_LENGTH))
-  num_filler: int = _field(8, 'distinct neutral filler symbols', _COUNT,
-                           _count)
-  decoys: float = _field(
+  num_filler: int = count(8, 'distinct neutral filler symbols')
+  decoys: float = field(
       0.0, 'memory task variant: the probability that a filler position '
       'holds A or B (a decoy); the label stays the symbol at position 0',
       'a number in [0, 1)', lambda flag, text, context: _fraction(flag, text))
-  parts: tuple[str, ...] = _field(
-      (), 'the parts --exp=all runs and reports (default: every one)',
-      'a comma list of the parts of --exp=all',
-      lambda flag, text, context: _choice_list(
-          flag, text, context.get('parts') or _list(flag, text)))
-  recall_task: str = _field(
-      'recall', "the recall experiment's task: `recall` (Searchlight's "
-      'variant: uniform query slots, the answer after each query, values '
-      "with replacement, a read-out over the values) or `mqar` (Zoology's, "
-      'as published: power-law query slots, the filler after each query, '
-      'distinct values, a read-out tied to the embeddings over the '
-      'vocabulary)', 'recall or mqar',
-      lambda flag, text, context: _choice(flag, text, RECALL_TASKS))
-  power_a: float = _field(
-      0.01, "the mqar task's query-slot power law a (p(slot i) ~ "
-      '(i+1)^(a-1); 1 is uniform)', 'a number in (0, 1]',
-      lambda flag, text, context: _unit(flag, text))
-  optimizer: str = _field(
+  optimizer: str = choice(
       'adam', 'the optimiser: adam (constant rate), adamw (decoupled weight '
-      'decay, --weight_decay) or sgd (plain gradient descent)',
-      'adam, adamw or sgd',
-      lambda flag, text, context: _choice(flag, text, OPTIMIZERS))
-  weight_decay: float = _field(
+      'decay, --weight_decay) or sgd (plain gradient descent)', OPTIMIZERS)
+  weight_decay: float = field(
       0.0, "AdamW's decoupled weight decay (--optimizer=adamw)",
       'a number >= 0', lambda flag, text, context: _nonnegative(flag, text))
-  schedule: str = _field(
+  schedule: str = choice(
       'constant', 'the learning rate over training: constant, or cosine '
-      '(from the rate to 0 at --steps)', 'constant or cosine',
-      lambda flag, text, context: _choice(flag, text, SCHEDULES))
-  train_strings: int = _field(
+      '(from the rate to 0 at --steps)', SCHEDULES)
+  train_strings: int = field(
       0, 'a fixed training set of this many strings, shuffled every epoch '
       '(0: fresh strings every step)',
       f'an integer in [0, {2**20}]',
       lambda flag, text, context: _int_at_most(flag, text, 0, 2**20))
-  early_stop: float = _field(
+  early_stop: float = field(
       0.0, 'a seed stops training once its test accuracy (the test curve, '
       'every chunk) reaches this (0: never)', 'a number in [0, 1)',
       lambda flag, text, context: _fraction(flag, text))
-  eval_examples: int = _field(2048, 'fresh test strings per seed', _COUNT,
-                              _count)
-  chunk_steps: int = _field(100, 'steps per compiled scan chunk (log points)',
-                            _COUNT, _count, defines_run=False)
-  checkpoint_every: int = _field(500, 'steps between checkpoints', _COUNT,
-                                 _count, defines_run=False)
+  eval_examples: int = count(2048, 'fresh test strings per seed')
+  chunk_steps: int = count(100, 'steps per compiled scan chunk (log points)',
+                           defines_run=False)
+  checkpoint_every: int = count(500, 'steps between checkpoints',
+                                defines_run=False)
+
+  # The shared fields an experiment fixes at its defaults' values (its
+  # design sets them, or it never reads them): not its flags, so the user
+  # who gives one is told.
+  fixed: ClassVar[tuple[str, ...]] = ()
+
+  @classmethod
+  def flags(cls) -> tuple[str, ...]:
+    """The field flags this config takes (`--NAME`), in field order."""
+    return tuple(f.name for f in dataclasses.fields(cls)
+                 if f.metadata['parse'] is not None
+                 and f.name not in cls.fixed)
+
+  def check(self) -> None:
+    """Checks between fields; raises ConfigError. A subclass adds its own."""
+    if 'num_heads' in self.flags() and self.d_model % self.num_heads:
+      raise ConfigError(f'--num_heads: must divide --d_model={self.d_model}, '
+                        f'got {self.num_heads}')
 
   @property
   def rates(self) -> tuple[float, ...]:
@@ -195,22 +189,18 @@ class Config:
             for k, v in dataclasses.asdict(self).items()}
 
 
-def field_docs() -> dict[str, str]:
-  return {f.name: f.metadata['doc'] for f in dataclasses.fields(Config)}
+# The shared fields only training reads: a measurement that trains nothing
+# (cost, throughput) leaves them out of its flags.
+TRAINING_ONLY = ('learning_rates', 'decoys', 'optimizer', 'weight_decay',
+                 'schedule', 'train_strings', 'early_stop', 'eval_examples',
+                 'checkpoint_every')
 
 
-def flag_fields() -> tuple[str, ...]:
-  """The fields that are flags (`--NAME`), in Config's order."""
-  return tuple(f.name for f in dataclasses.fields(Config)
-               if f.metadata['parse'] is not None)
-
-
-def flag_syntax(name: str) -> str:
-  """What field flag `--NAME` accepts, for --help and errors."""
-  return _FIELDS[name].metadata['syntax']
-
-
-_FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+def check_divides(flag: str, counts_, d_model: int) -> None:
+  """Every head count in `counts_` divides `d_model`, else one line."""
+  for h in counts_:
+    if d_model % h:
+      raise ConfigError(f'--{flag}: must divide --d_model={d_model}, got {h}')
 
 
 # -- parsing ------------------------------------------------------------------
@@ -317,7 +307,7 @@ def _choice(flag, text, choices):
   return text
 
 
-def _choice_list(flag, text, choices):
+def choice_list(flag, text, choices):
   out = _list(flag, text)
   for item in out:
     if item not in choices:
@@ -330,16 +320,16 @@ def _choice_list(flag, text, choices):
 
 def parse(defaults: Config, raw: dict, *, models=None,
           min_length=tasks_lib.MIN_LENGTH, one_length: bool = False,
-          parts=None, reads=None) -> Config:
-  """Overrides `defaults` with the flags given as text (None: not given).
-  `models`: the names `--models` accepts (default: every registered one);
-  `one_length`: the experiment summarises a single length; `parts`: the
-  names `--parts` accepts (an experiment made of parts); `reads`: the
-  fields the experiment reads (None: all), the only ones checked against
-  each other."""
+          parts=None) -> Config:
+  """Overrides `defaults` with the flags given as text (None: not given),
+  each one of its class's `flags()`. `models`: the names `--models`
+  accepts (default: every registered one); `one_length`: the experiment
+  summarises a single length; `parts`: the names `--parts` accepts (an
+  experiment made of parts)."""
   context = {'models': models_lib.names() if models is None else models,
              'min_length': min_length, 'parts': parts}
-  updates = {name: _FIELDS[name].metadata['parse'](name, text, context)
+  fields = {f.name: f for f in dataclasses.fields(defaults)}
+  updates = {name: fields[name].metadata['parse'](name, text, context)
              for name, text in raw.items() if text is not None}
   if 'learning_rate' in updates and 'learning_rates' in updates:
     raise ConfigError('--learning_rates: give either --learning_rate (one '
@@ -350,14 +340,7 @@ def parse(defaults: Config, raw: dict, *, models=None,
   if one_length and len(config.lengths) != 1:
     raise ConfigError(f'--lengths: --exp={config.exp} takes one length, got '
                       f'{",".join(map(str, config.lengths))}')
-  for flag, counts in (('num_heads', (config.num_heads,)),
-                       ('heads', config.heads)):
-    if reads is not None and flag not in reads:
-      continue
-    for h in counts:
-      if config.d_model % h:
-        raise ConfigError(f'--{flag}: must divide --d_model={config.d_model},'
-                          f' got {h}')
+  config.check()
   return config
 
 

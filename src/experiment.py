@@ -4,9 +4,9 @@ the runner does the rest.
 An experiment (`experiments/<name>.py`) is an `Experiment` subclass (or a
 `Cells` one, for a measurement that trains nothing: cost, throughput), its
 instance the module's EXPERIMENT. It says its name and REPORT.md section,
-its config (defaults, the CPU-fast variant, the fields it reads), its groups
-(`group(...)`, below), what it measures of a trained group, its rows and its
-claims; the methods the base class gives (measure, on_chunk, rows, ...) are
+its config (an instance of its config class, whose fields are its flags,
+and the CPU-fast variant), its groups (`group(...)`, below), what it
+measures of a trained group, its rows and its claims; the methods the base class gives (measure, on_chunk, rows, ...) are
 its defaults. The runner calls only those methods, so a reader can follow
 every call from `run` into the experiment.
 
@@ -235,8 +235,8 @@ class Measured:
 
 
 class Experiment(abc.ABC):
-  """One `--exp`: what it measures and claims. Required: `name`, `defaults`,
-  `quick`, `fields`, and `summarize`; the rest have defaults here: a group
+  """One `--exp`: what it measures and claims. Required: `name`, `defaults`
+  (an instance of its config class), `quick`, and `summarize`; the rest have defaults here: a group
   per model and length on the memory task with `probe`, results.csv rows
   of the final test per seed, no figure."""
   name: str = ''
@@ -244,7 +244,6 @@ class Experiment(abc.ABC):
   figure_file: str = ''  # its figure, in the workdir
   defaults: Config  # its config, and the CPU-fast variant (--quick)
   quick: Config
-  fields: tuple[str, ...] = ()  # the config fields (flags) it reads
   columns: list = ['model', 'length', 'seed', 'steps', 'accuracy', 'loss']
   tables: dict = {}  # more CSV files {name: columns}; rows returns them
   tags: dict = {}  # {tag regex: (display name, description)} it logs
@@ -255,6 +254,11 @@ class Experiment(abc.ABC):
   final_test = True  # `measure` is the final test on fresh strings
   keeps = False  # `keep` gives its figure something of each group
   parts: tuple[str, ...] = ()  # a Composite's experiments
+
+  @property
+  def fields(self) -> tuple[str, ...]:
+    """The config field flags it accepts: its config class's."""
+    return type(self.defaults).flags()
 
   def accepts(self, spec) -> bool:
     """Which registered models --models takes."""

@@ -31,6 +31,7 @@ class Flags:
   fields: dict  # the config field flags given, as text
   sources: dict  # where each given flag came from: 'flag', 'flagfile PATH'
   flagfiles: dict  # each flagfile's text
+  field_names: tuple = ()  # every config field flag (run.py's)
 
   def __getattr__(self, name):
     try:
@@ -61,12 +62,12 @@ def defaults(experiment, quick: bool) -> config_lib.Config:
 
 
 def parse_for(experiment, raw: dict, quick: bool) -> config_lib.Config:
-  """`experiment`'s config with the field flags it reads from `raw`."""
+  """`experiment`'s config with its own field flags from `raw`."""
+  own = type(experiment.defaults).flags()
   return config_lib.parse(
-      defaults(experiment, quick), {k: v for k, v in raw.items()
-                                    if k in experiment.fields},
+      defaults(experiment, quick), {k: v for k, v in raw.items() if k in own},
       models=models_lib.names(experiment.accepts),
-      one_length=experiment.one_length, reads=experiment.fields)
+      one_length=experiment.one_length, parts=experiment.part_names())
 
 
 def resolve(flags: Flags, experiments, argv, *,
@@ -80,17 +81,12 @@ def resolve(flags: Flags, experiments, argv, *,
         f'--exp: unknown experiment {flags.exp!r}; expected one of '
         f'{", ".join(experiments.EXPERIMENTS)}')
   experiment = experiments.load(flags.exp)
-  reads = experiments.fields(flags.exp)
   for name in flags.fields:
-    if name not in reads:
+    if name not in experiment.fields:
       raise config_lib.ConfigError(
-          f'--{name}: --exp={flags.exp} does not read it (it reads '
-          f'--{", --".join(reads)})')
-  config = config_lib.parse(
-      defaults(experiment, flags.quick), flags.fields,
-      models=models_lib.names(experiment.accepts),
-      one_length=experiment.one_length,
-      parts=experiment.part_names(), reads=reads)
+          f'--{name}: --exp={flags.exp} does not take it (its flags: '
+          f'--{", --".join(experiment.fields)})')
+  config = parse_for(experiment, flags.fields, flags.quick)
   # --exp=all: every part's config as its own process will parse it, its
   # own flags first, the user's on top.
   from src import experiment as runner  # deferred: it imports jax
@@ -103,9 +99,12 @@ def resolve(flags: Flags, experiments, argv, *,
                     else rundir.default_checkpoint_dir(workdir))
   if check_paths:
     rundir.check(workdir, checkpoint_dir, config, flags.overwrite,
-                 reads=experiments.fields(flags.exp),
                  recipes=runner.recipes(experiment, config),
                  defaults=defaults(experiment, flags.quick))
+    if not flags.overwrite:  # each part's stored run, as its process will
+      for name, part in parts.items():
+        rundir.check_settings(workdir / name, part, defaults(
+            experiments.load(part.exp), flags.quick))
     if flags.compilation_cache_dir:
       rundir.check_writable('compilation_cache_dir',
                             storage.path(flags.compilation_cache_dir))
@@ -179,10 +178,10 @@ def print_config(plan: Plan, flags: Flags, experiments) -> None:
     width = max(len(r[1]) for r in rows)
     for field, text, origin in rows:
       print(f'  {field:<17s} {text:<{width}s}  {origin}')
-    unread = [f for f in experiments.fields('all') if f not in module.fields]
-    if unread and not plan.parts:
-      print(f'  not read by --exp={name} (refused if given): '
-            f'{", ".join(unread)}')
+    others = [f for f in experiments.flag_fields() if f not in module.fields]
+    if others and not plan.parts:
+      print(f'  not flags of --exp={name} (refused if given): '
+            f'{", ".join(others)}')
 
 
 def check_only(plan: Plan, flags: Flags) -> None:
@@ -261,7 +260,7 @@ def warn_power(plan: Plan) -> None:
 def run_provenance(flags: Flags, devices=None, process_count=None) -> dict:
   return provenance.collect(
       flags={name: flags.values[name]
-             for name in RUN_FLAGS + config_lib.flag_fields()},
+             for name in RUN_FLAGS + flags.field_names},
       flag_sources=flags.sources, flagfiles=flags.flagfiles, devices=devices,
       process_count=process_count)
 

@@ -8,9 +8,12 @@ learning-rate schedule, so the model tested after 250 steps of a 4,000-step
 run is the one a 250-step run gives: one run per group serves every budget.
 """
 
+import dataclasses
+
 import numpy as np
 
 from src import claims as claims_lib
+from src import config as config_lib
 from src import experiment
 from src import models as models_lib
 from src import stats
@@ -20,6 +23,18 @@ COLUMNS = ['model', 'family', 'length', 'seed', 'steps', 'accuracy', 'solved',
            'loss', 'diverged', 'num_params', 'wall_s', 'compile_s']
 BUDGET_COLUMNS = ['model', 'family', 'length', 'seed', 'steps', 'accuracy',
                   'solved', 'loss', 'diverged', 'wall_s']
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetConfig(config_lib.Config):
+  """The run config of an experiment tested after each of several budgets
+  (gating, budget)."""
+  budgets: tuple[int, ...] = config_lib.counts(
+      (250, 1000, 4000), 'training budgets in steps: each group trains to the '
+      'largest and is tested after each')
+  # A group trains to the largest budget; one run serves every budget only
+  # with a constant rate and no early stop.
+  fixed = ('steps', 'schedule', 'early_stop')
 
 
 def groups(config, *, budgets: bool = False) -> list[experiment.Group]:

@@ -217,44 +217,52 @@ SCHEMA_VERSION = 2
 
 
 def check(workdir, checkpoint_dir, config: Config, overwrite: bool,
-          reads=None, recipes: dict | None = None,
+          recipes: dict | None = None,
           defaults: Config | None = None) -> None:
   """Refuses unusable paths, a checkpoint folder that is not this run's
   (`check_ownership`), a group whose checkpoints were built from another
   of `recipes` ({group name: recipe}), and a workdir that holds a different
-  run: one whose config differs in a field that defines results and that
-  the experiment `reads` (its FIELDS; None: every field). A field it does
-  not read cannot have changed its results; a field the stored run does not
-  have (added since) counts as the experiment's `defaults` value, so an
-  older run resumes unless the field is given another value."""
+  run (`check_settings`)."""
   check_writable('workdir', workdir)
   check_writable('checkpoint_dir', checkpoint_dir)
   check_ownership(workdir, checkpoint_dir, overwrite)
   if overwrite:
     return
+  check_settings(workdir, config, defaults)
+  for name, recipe in (recipes or {}).items():
+    check_recipe(storage.path(checkpoint_dir) / name, recipe, workdir)
+
+
+def check_settings(workdir, config: Config,
+                   defaults: Config | None = None) -> None:
+  """Refuses a workdir that holds a different run: one whose config differs
+  in a field that defines results and that is one of the experiment's flags
+  (`config.flags()`). A field it does not take cannot have changed its
+  results; a field the stored run does not have (added since) counts as the
+  experiment's `defaults` value, so an older run resumes unless the field
+  is given another value."""
   meta = _read_json(storage.path(workdir) / CONFIG_FILE) or {}
   if meta.get('schema', 1) > SCHEMA_VERSION:
     raise ConfigError(f'--workdir: {workdir} holds a run stored by a newer '
                       f'version (config.json schema {meta["schema"]}); run '
                       'it with that version, or pass another --workdir')
   stored = stored_config(workdir)
-  if stored is not None:
-    wanted = json.loads(json.dumps(config.to_json()))
-    absent = json.loads(json.dumps((defaults or config).to_json()))
-    run_fields = [k for k in config.run_fields()
-                  if reads is None or k in ('exp', 'quick', *reads)]
-    there = lambda k: stored[k] if k in stored else absent[k]
-    diffs = [f'{k}: ' + (f'{stored[k]!r} there' if k in stored else
-                         f'absent there (the default, {absent[k]!r})')
-             + f', {wanted[k]!r} now'
-             for k in run_fields if there(k) != wanted[k]]
-    if diffs:
-      raise ConfigError(
-          f'--workdir: {workdir} holds a run with different settings ('
-          + '; '.join(diffs) + '); pass a new --workdir, or --overwrite to '
-          'discard it')
-  for name, recipe in (recipes or {}).items():
-    check_recipe(storage.path(checkpoint_dir) / name, recipe, workdir)
+  if stored is None:
+    return
+  wanted = json.loads(json.dumps(config.to_json()))
+  absent = json.loads(json.dumps((defaults or config).to_json()))
+  run_fields = [k for k in config.run_fields()
+                if k in ('exp', 'quick', *config.flags())]
+  there = lambda k: stored[k] if k in stored else absent[k]
+  diffs = [f'{k}: ' + (f'{stored[k]!r} there' if k in stored else
+                       f'absent there (the default, {absent[k]!r})')
+           + f', {wanted[k]!r} now'
+           for k in run_fields if there(k) != wanted[k]]
+  if diffs:
+    raise ConfigError(
+        f'--workdir: {workdir} holds a run with different settings ('
+        + '; '.join(diffs) + '); pass a new --workdir, or --overwrite to '
+        'discard it')
 
 
 class RunDir:

@@ -21,7 +21,6 @@ class Toy(experiment.Experiment):
   defaults = quick = Config(exp='toy', models=('attention',), lengths=(3, 6),
                             seeds=2, steps=30, batch_size=16, chunk_steps=10,
                             checkpoint_every=10, eval_examples=64)
-  fields = ('lengths', 'seeds', 'steps')
   columns = ['model', 'length', 'seed', 'pos0_mass', 'accuracy']
   probe, probe_examples, final_test = probes.searchlight, 32, False
 
@@ -124,7 +123,6 @@ class Entropy(experiment.Experiment):
   name = 'entropy'
   defaults = quick = Config(exp='entropy', models=('attention',),
                             lengths=(8, 16), seeds=4, steps=200)
-  fields = ('lengths', 'seeds', 'steps')
   probe, probe_at_start = last_query_entropy, True
 
   def summarize(self, config, rows, data):

@@ -191,7 +191,7 @@ def test_config_text_has_the_fields_read(overview):
   text, = overview.get('/data/plugin/text/text', run='.',
                        tag='config/text_summary')
   fields = re.findall(r'<tr>\n<td>(\w+)</td>\n<td><code>', text['text'])
-  assert set(fields) == {'exp', 'quick', *distance.FIELDS}
+  assert set(fields) == {'exp', 'quick', *distance.EXPERIMENT.fields}
 
 
 def test_figure_fits_the_card(overview):
