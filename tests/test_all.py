@@ -183,3 +183,30 @@ def test_the_scorecard_counts_each_claim_once():
       'held (distance); inconclusive (linear)']) == (
           '2 held, 1 did not hold, 2 inconclusive (1 underpowered), '
           '1 split between parts')
+
+
+def test_a_parts_stored_run_with_other_settings_is_refused_before_it_starts(
+    tmp_path):
+  """A part's own folder holds a run of other settings: --exp=all refuses it
+  in one line before anything runs (the part's process would)."""
+  import dataclasses
+  import pytest
+  import experiments
+  from src import launch, rundir
+  from src.config import ConfigError
+  heads = experiments.load('heads')
+  stored = dataclasses.replace(heads.quick, quick=True, heads=(1,))
+  (tmp_path / 'run' / 'heads').mkdir(parents=True)
+  (tmp_path / 'run' / 'heads' / rundir.CONFIG_FILE).write_text(json.dumps(
+      {'schema': rundir.SCHEMA_VERSION, 'config': stored.to_json()}))
+  given = {'exp': 'all', 'quick': True, 'overwrite': False,
+           'workdir': str(tmp_path / 'run'), 'checkpoint_dir': None,
+           'compilation_cache_dir': '', 'cpu_devices': None,
+           'coordinator_address': None, 'num_processes': None,
+           'process_id': None, 'distributed': False}
+  resolve = lambda fields: launch.resolve(launch.Flags(
+      values=given, present={'exp', 'quick'}, fields=fields, sources={},
+      flagfiles={}), experiments, ['run.py'])
+  resolve({'parts': 'heads', 'heads': '1'})  # the same settings: resumes
+  with pytest.raises(ConfigError, match=r'heads: \[1\] there, \[1, 2\] now'):
+    resolve({'parts': 'heads', 'heads': '1,2'})
