@@ -349,15 +349,24 @@ def mqar_batch(key, batch_size: int, length: int, num_pairs: int,
 # p + 1 symbols: a_1..a_{p-1} (ids 0..p-2), x (p - 1) and y (p).
 
 
-def long_lag_batch(key, batch_size: int, p: int, random_middle: bool = True):
+LONG_LAG_TARGETS = ('every', 'end')  # where the error signal is
+
+
+def long_lag_batch(key, batch_size: int, p: int, random_middle: bool = True,
+                   targets: str = 'every'):
   """Task 2b (2a with random_middle=False) of the 1997 paper: the string
   (s, a_i1, ..., a_i(p-1), s), s x or y at even odds, the middle drawn
   uniformly from a_1..a_{p-1} (2a: a_1..a_{p-1} in order). The model reads
   the first p symbols and predicts the next one at every step, as the
   paper's net does; only the last, s again after p steps, can be known.
 
-  Returns (tokens_BxP, labels_BxP): labels[:, t] is symbol t + 1.
+  Returns (tokens_BxP, labels_BxP): labels[:, t] is symbol t + 1; with
+  targets='end', labels_B: the last symbol alone (the error signal at the
+  sequence's end only).
   """
+  if targets not in LONG_LAG_TARGETS:
+    raise ValueError(f'long-lag task: targets must be one of '
+                     f'{", ".join(LONG_LAG_TARGETS)}, got {targets!r}')
   if p < 2:
     raise ValueError(f'long-lag task: p must be >= 2, got {p}')
   k_first, k_middle = split(key, 2)
@@ -367,8 +376,9 @@ def long_lag_batch(key, batch_size: int, p: int, random_middle: bool = True):
   else:
     middle = jnp.broadcast_to(jnp.arange(p - 1, dtype=jnp.int32),
                               (batch_size, p - 1))
-  string = jnp.concatenate([first, middle, first], axis=1)
-  return string[:, :-1].astype(jnp.int32), string[:, 1:].astype(jnp.int32)
+  string = jnp.concatenate([first, middle, first], axis=1).astype(jnp.int32)
+  labels = string[:, 1:] if targets == 'every' else string[:, -1]
+  return string[:, :-1], labels
 
 
 # -- routing against transforming (routing) ------------------------------------
@@ -554,12 +564,15 @@ def mqar_task(length: int, num_pairs: int, vocab: int,
       {'num_pairs': num_pairs, 'vocab': vocab, 'power_a': power_a})
 
 
-def long_lag_task(length: int, random_middle: bool = True) -> Task:
-  """LSTM'97's task 2b (2a): the lag p is the length; p + 1 classes."""
+def long_lag_task(length: int, random_middle: bool = True,
+                  targets: str = 'every') -> Task:
+  """LSTM'97's task 2b (2a): the lag p is the length; p + 1 classes; the
+  error at every step, or (targets='end') at the sequence's end only."""
   return Task(
       'long_lag', length, length + 1, length + 1,
-      lambda key, n: long_lag_batch(key, n, length, random_middle),
-      {'random_middle': random_middle})
+      lambda key, n: long_lag_batch(key, n, length, random_middle, targets),
+      {'random_middle': random_middle,
+       **({'targets': targets} if targets != 'every' else {})})
 
 
 def routing_task(length: int, function: str, k: int, num_filler: int,

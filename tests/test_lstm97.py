@@ -122,3 +122,33 @@ def test_the_papers_claim_has_a_known_answer(solved, steps, verdict):
   claim, = experiment.judged([lstm97.trial_claim('lstm97', 100, solved,
                                                  config)])
   assert claim['verdict'] == verdict, claim['measured']
+
+
+def test_the_error_at_the_end_only_is_the_last_symbol_of_the_same_strings():
+  key = jax.random.key(3)
+  tokens, every = tasks.long_lag_batch(key, 64, 9)
+  same, end = tasks.long_lag_batch(key, 64, 9, targets='end')
+  np.testing.assert_array_equal(tokens, same)
+  np.testing.assert_array_equal(end, every[:, -1])
+  assert end.shape == (64,)
+  task = tasks.make_task('long_lag', 9, targets='end')
+  assert task.params == {'random_middle': True, 'targets': 'end'}
+  assert tasks.make_task('long_lag', 9).params == {'random_middle': True}
+  with pytest.raises(ValueError, match='targets'):
+    tasks.long_lag_batch(key, 4, 9, targets='middle')
+  # The criterion reads the last symbol from either form of labels.
+  model = make(p=9)
+  np.testing.assert_equal(
+      jax.tree.map(np.asarray, lstm97.criterion(model, tokens, every)),
+      jax.tree.map(np.asarray, lstm97.criterion(model, tokens, end)))
+
+
+def test_the_end_only_variant_says_it_is_not_the_papers(tmp_path):
+  run, rows, summary = helpers.run_ok(
+      tmp_path, 'lstm97', '--lengths=5', '--seeds=2', '--steps=200',
+      '--chunk_steps=100', '--checkpoint_every=200', '--eval_examples=64',
+      '--targets=end')
+  (claim,) = summary['claims']
+  assert "not the paper's setting" in claim['claim']
+  assert (claim['model'], claim['length'], claim['targets']) == (
+      'lstm97', 5, 'end')
