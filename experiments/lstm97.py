@@ -234,8 +234,9 @@ class LSTM97(experiment.Experiment):
     ax.set_yticks(range(len(summary['models'])), list(summary['models']))
     ax.set_xlabel('training sequences until the criterion was met (a mark '
                   'per seed)')
-    ax.set_title("LSTM'97 task 2b: each seed's sequences until solved",
-                 fontsize=9)
+    ax.set_title("LSTM'97 task 2b: each seed's sequences until solved"
+                 + (" (the error at the end only: not the paper's)"
+                    if config.targets == 'end' else ''), fontsize=9)
     ax.legend(fontsize=6, loc='upper left')
     ax.grid(alpha=0.3)
     record.save_figure(fig, folder / FIGURE, writer, 'figures/lstm97')
