@@ -36,9 +36,9 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy import stats as sps
 
 from src import stats
+
 
 THRESHOLD, RELIABILITY, CAPABILITY = 'threshold', 'reliability', 'capability'
 IMPOSSIBILITY, COMPARISON, SHAPE = 'impossibility', 'comparison', 'shape'
@@ -133,7 +133,7 @@ def signed_rank(d, alternative: str) -> float:
   n = d.size
   if n == 0:
     return 1.0
-  ranks = np.rint(2 * sps.rankdata(np.abs(d))).astype(int)
+  ranks = np.rint(2 * stats.sps().rankdata(np.abs(d))).astype(int)
   count = np.zeros(int(ranks.sum()) + 1)
   count[0] = 1.0
   for r in ranks:  # the number of sign patterns per positive-rank sum
@@ -186,7 +186,7 @@ def _exists(e: dict) -> tuple[float, int]:
   if acc.size == 0:
     return 1.0, -1
   k = np.rint(acc * strings).astype(int)
-  p = [float(sps.binom.sf(ki - 1, strings, e['null'])) for ki in k]
+  p = [float(stats.sps().binom.sf(ki - 1, strings, e['null'])) for ki in k]
   best = int(np.argmin(p))
   return min(1.0, p[best] * acc.size), best
 
@@ -199,7 +199,7 @@ def _below(e: dict) -> float:
     return 1.0
   bar = min(e['null'] + e.get('margin', IMPOSSIBLE_MARGIN), 1.0)
   k = np.rint(acc * strings).astype(int)
-  return max(float(sps.binom.cdf(ki, strings, bar)) for ki in k)
+  return max(float(stats.sps().binom.cdf(ki, strings, bar)) for ki in k)
 
 
 def _capability(c: Claim) -> dict:
@@ -443,7 +443,7 @@ def _bound(k: int, n: int, side: str) -> float:
   if n == 0:
     return math.nan
   if side == 'lower':
-    return 0.0 if k == 0 else float(sps.beta.ppf(0.05, k, n - k + 1))
+    return 0.0 if k == 0 else float(stats.sps().beta.ppf(0.05, k, n - k + 1))
   return stats.rate_upper_bound(k, n, 0.95)
 
 
@@ -504,7 +504,7 @@ def _binomial_power(n: int, null: float, true: float, alpha: float) -> float:
   rate `true`."""
   need = next((k for k in range(n + 1)
                if stats.binomial(k, n, null, 'greater') < alpha), None)
-  return 0.0 if need is None else float(sps.binom.sf(need - 1, n, true))
+  return 0.0 if need is None else float(stats.sps().binom.sf(need - 1, n, true))
 
 
 def plan(claims: list[Claim]) -> list[dict]:

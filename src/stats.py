@@ -15,7 +15,14 @@ test decides a claim is its kind's (`src/claims.py`).
 import math
 
 import numpy as np
-from scipy import stats as sps
+
+
+def sps():
+  """scipy.stats, imported when a test first needs it: it takes about a
+  second, which every run.py start (and --help) would otherwise pay."""
+  from scipy import stats as sps_
+  return sps_
+
 
 SOLVED = 0.95  # a seed "solved" a length at this test accuracy or above
 ALPHA = 0.05  # significance level of every test behind a verdict
@@ -41,7 +48,8 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
   """Wilson score interval for k successes in n (nan, nan for n = 0)."""
   if n == 0:
     return math.nan, math.nan
-  ci = sps.binomtest(int(k), int(n)).proportion_ci(confidence, method='wilson')
+  ci = sps().binomtest(int(k), int(n)).proportion_ci(confidence,
+                                                    method='wilson')
   return float(ci.low), float(ci.high)
 
 
@@ -59,7 +67,7 @@ def fisher(k1: int, n1: int, k2: int, n2: int,
   """Fisher's exact test of k1/n1 against k2/n2 (p-value); `alternative`
   'greater' asks whether the first fraction is the larger."""
   table = [[k1, n1 - k1], [k2, n2 - k2]]
-  return float(sps.fisher_exact(table, alternative=alternative).pvalue)
+  return float(sps().fisher_exact(table, alternative=alternative).pvalue)
 
 
 def binomial(k: int, n: int, p: float = 0.5,
@@ -67,7 +75,8 @@ def binomial(k: int, n: int, p: float = 0.5,
   """Exact binomial test of k successes in n against rate p (1 for n = 0)."""
   if n == 0:
     return 1.0
-  return float(sps.binomtest(int(k), int(n), p, alternative=alternative).pvalue)
+  return float(sps().binomtest(int(k), int(n), p,
+                               alternative=alternative).pvalue)
 
 
 def rate_upper_bound(k: int, n: int, confidence: float = 0.95) -> float:
@@ -77,14 +86,14 @@ def rate_upper_bound(k: int, n: int, confidence: float = 0.95) -> float:
   for k = 0; 1 for k = n or n = 0 (nothing bounds it)."""
   if n == 0 or k >= n:
     return 1.0
-  return float(sps.beta.ppf(confidence, k + 1, n - k))
+  return float(sps().beta.ppf(confidence, k + 1, n - k))
 
 
 def rate_below(k: int, n: int, rate: float) -> float:
   """p of the exact one-sided binomial test that the rate is below `rate`
   (k events in n): P(k or fewer | rate). p < alpha exactly when
   rate_upper_bound(k, n, 1 - alpha) < rate; 1 for n = 0."""
-  return float(sps.binom.cdf(k, n, rate)) if n else 1.0
+  return float(sps().binom.cdf(k, n, rate)) if n else 1.0
 
 
 def trials_needed(rate: float, alpha: float = ALPHA) -> int:
@@ -146,9 +155,9 @@ def median_interval(values, confidence: float = 0.95) -> dict:
   if n == 0:
     return {'median': math.nan, 'ci95': [math.nan, math.nan],
             'coverage': math.nan}
-  j, coverage = 1, 1 - 2 * sps.binom.cdf(0, n, 0.5)
+  j, coverage = 1, 1 - 2 * sps().binom.cdf(0, n, 0.5)
   while j + 1 <= n // 2:
-    c = 1 - 2 * sps.binom.cdf(j, n, 0.5)  # coverage of (x_(j+1), x_(n-j))
+    c = 1 - 2 * sps().binom.cdf(j, n, 0.5)  # coverage of (x_(j+1), x_(n-j))
     if c < confidence:
       break
     j, coverage = j + 1, c
@@ -169,7 +178,7 @@ def mean_ci95(values, bounds=(0.0, 1.0)) -> tuple[float, float, float]:
   mean = float(x.mean())
   if x.size == 1:
     return mean, mean, mean
-  half = float(sps.t.ppf(0.975, x.size - 1)) * float(x.std(ddof=1)) / \
+  half = float(sps().t.ppf(0.975, x.size - 1)) * float(x.std(ddof=1)) / \
       math.sqrt(x.size)
   lo, hi = bounds if bounds else (-math.inf, math.inf)
   return mean, max(mean - half, lo), min(mean + half, hi)
