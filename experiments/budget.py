@@ -32,7 +32,6 @@ from src import models as models_lib
 from src import record
 from src import stats
 from src.claims import Claim
-from src.config import Config
 
 DEFAULTS = memory.BudgetConfig(
     exp='budget',
@@ -56,112 +55,91 @@ QUICK = dataclasses.replace(
     DEFAULTS, lengths=(5, 20, 50), budgets=(100, 400), seeds=4, steps=400)
 SECTION, FIGURE = '2. Distance: wall or budget?', 'budget.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS
-rows, line = memory.rows, memory.budget_line
-
-
-def planned_claims(config: Config) -> list:
-  """The wall claim of each recurrent model, on the fewest seeds L* may
-  leave stuck (it lets up to stats.most_below_half(seeds) solve it): the
-  plan's worst case."""
-  stuck = config.seeds - max(stats.most_below_half(config.seeds), 0)
-  return [Claim(f'The limit of {m} is a wall.', claims_lib.RELIABILITY,
-                memory.WALL_FAMILY, dict(successes=[True] * stuck,
-                                         rate=1 - memory.MAX_ESCAPE))
-          for m in config.models if models_lib.get(m).family.recurrent]
-
-
-def groups(config: Config) -> list:
-  return memory.groups(config, budgets=True)
-
-
-def summarize(config: Config, rows, curves) -> dict:
-  budgets, lengths = sorted(config.budgets), sorted(config.lengths)
-  out = {'critical_distance': {}, 'mean_accuracy': {}, 'solved_fraction': {},
-         'claims': []}
-  for budget in budgets:
-    table = memory.accuracy_table(rows, steps=budget)
-    for model in config.models:
-      out['critical_distance'].setdefault(model, {})[str(budget)] = \
-          memory.critical_summary(
-              memory.per_seed_critical(table, model, lengths))
-      out['mean_accuracy'].setdefault(model, {})[str(budget)] = {
-          str(L): v for L, v in memory.mean_by_length(
-              table, model, lengths).items()}
-      out['solved_fraction'].setdefault(model, {})[str(budget)] = {
-          str(L): stats.solved_fraction(list(table[model, L].values()))[
-              'fraction']
-          for L in lengths}
-  for model in config.models:
-    if models_lib.get(model).family.recurrent:
-      out['claims'].append(memory.limit_is_a_wall(
-          rows, curves, model, lengths, budgets))
-  return out
-
-
-def print_table(config, summary) -> None:
-  budgets = sorted(config.budgets)
-  print('\nCritical distance by training budget: median [interval] over '
-        f'{config.seeds} seeds')
-  print(record.table(
-      [[m] + [memory.fmt_median(summary['critical_distance'][m][str(b)])
-              for b in budgets]
-       for m in config.models], ['model'] + [f'{b} steps' for b in budgets]))
-
-
-def figure(config, summary, rows, kept, folder, writer=None):
-  plot(config, summary, folder / FIGURE, writer)
-
-
-def plot(config, summary, path, writer=None):
-  """Per model: the solved fraction against length after each budget."""
-  plt = record.pyplot()
-  budgets = sorted(config.budgets)
-  fig, axes = plt.subplots(1, len(config.models),
-                           figsize=(3.3 * len(config.models), 3.4),
-                           sharey=True, squeeze=False)
-  lengths = sorted(config.lengths)
-  for ax, model in zip(axes[0], config.models):
-    for i, b in enumerate(budgets):
-      frac = summary['solved_fraction'][model][str(b)]
-      ax.plot(lengths, [frac[str(L)] for L in lengths], 'o-',
-              color=plt.cm.viridis(i / max(len(budgets) - 1, 1)),
-              label=f'{b} steps')
-      crit = summary['critical_distance'][model][str(b)]['per_seed']
-      ax.scatter([max(c, lengths[0] * 0.7) for c in crit],
-                 np.full(len(crit), -0.06 - 0.04 * i), marker='|', s=60,
-                 color=plt.cm.viridis(i / max(len(budgets) - 1, 1)))
-    ax.set_xscale('log')
-    ax.set_xticks(lengths, [str(L) for L in lengths])
-    ax.minorticks_off()
-    ax.set_title(f'{model}', fontsize=9, color=models_lib.get(model).color)
-    ax.set_xlabel('length L')
-    ax.set_ylim(-0.1 - 0.04 * len(budgets), 1.05)
-    ax.grid(alpha=0.3)
-  axes[0][0].set_ylabel(f'fraction of {config.seeds} seeds solved '
-                        '(ticks: each seed\'s critical distance)')
-  axes[0][0].legend(fontsize=7)
-  fig.suptitle('Wall or budget: seeds that solve each length after each '
-               'training budget', fontsize=10)
-  record.save_figure(fig, path, writer, 'figures/budget')
 
 
 class Budget(experiment.Experiment):
   """Wall or budget: a limit more training does not move."""
   name, section, figure_file = 'budget', SECTION, FIGURE
-
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
+  rows = staticmethod(memory.rows)
+  line = staticmethod(memory.budget_line)
 
-  groups = staticmethod(groups)
-  rows = staticmethod(rows)
-  line = staticmethod(line)
-  print_table = staticmethod(print_table)
-  planned_claims = staticmethod(planned_claims)
+  def groups(self, config):
+    return memory.groups(config, budgets=True)
+
+  def planned_claims(self, config):
+    """The wall claim of each recurrent model, on the fewest seeds L* may
+    leave stuck (it lets up to stats.most_below_half(seeds) solve it): the
+    plan's worst case."""
+    stuck = config.seeds - max(stats.most_below_half(config.seeds), 0)
+    return [Claim(f'The limit of {m} is a wall.', claims_lib.RELIABILITY,
+                  memory.WALL_FAMILY, dict(successes=[True] * stuck,
+                                           rate=1 - memory.MAX_ESCAPE))
+            for m in config.models if models_lib.get(m).family.recurrent]
 
   def summarize(self, config, rows, data):
-    return summarize(config, rows, data.curves)
+    budgets, lengths = sorted(config.budgets), sorted(config.lengths)
+    out = {'critical_distance': {}, 'mean_accuracy': {},
+           'solved_fraction': {}, 'claims': []}
+    for budget in budgets:
+      table = memory.accuracy_table(rows, steps=budget)
+      for model in config.models:
+        out['critical_distance'].setdefault(model, {})[str(budget)] = \
+            memory.critical_summary(
+                memory.per_seed_critical(table, model, lengths))
+        out['mean_accuracy'].setdefault(model, {})[str(budget)] = {
+            str(L): v for L, v in memory.mean_by_length(
+                table, model, lengths).items()}
+        out['solved_fraction'].setdefault(model, {})[str(budget)] = {
+            str(L): stats.solved_fraction(list(table[model, L].values()))[
+                'fraction']
+            for L in lengths}
+    for model in config.models:
+      if models_lib.get(model).family.recurrent:
+        out['claims'].append(memory.limit_is_a_wall(
+            rows, data.curves, model, lengths, budgets))
+    return out
+
+  def print_table(self, config, summary):
+    budgets = sorted(config.budgets)
+    print('\nCritical distance by training budget: median [interval] over '
+          f'{config.seeds} seeds')
+    print(record.table(
+        [[m] + [memory.fmt_median(summary['critical_distance'][m][str(b)])
+                for b in budgets] for m in config.models],
+        ['model'] + [f'{b} steps' for b in budgets]))
 
   def figure(self, config, summary, rows, data, folder, writer):
-    plot(config, summary, folder / FIGURE, writer)
+    """Per model: the solved fraction against length after each budget."""
+    plt = record.pyplot()
+    budgets = sorted(config.budgets)
+    fig, axes = plt.subplots(1, len(config.models),
+                             figsize=(3.3 * len(config.models), 3.4),
+                             sharey=True, squeeze=False)
+    lengths = sorted(config.lengths)
+    for ax, model in zip(axes[0], config.models):
+      for i, b in enumerate(budgets):
+        frac = summary['solved_fraction'][model][str(b)]
+        ax.plot(lengths, [frac[str(L)] for L in lengths], 'o-',
+                color=plt.cm.viridis(i / max(len(budgets) - 1, 1)),
+                label=f'{b} steps')
+        crit = summary['critical_distance'][model][str(b)]['per_seed']
+        ax.scatter([max(c, lengths[0] * 0.7) for c in crit],
+                   np.full(len(crit), -0.06 - 0.04 * i), marker='|', s=60,
+                   color=plt.cm.viridis(i / max(len(budgets) - 1, 1)))
+      ax.set_xscale('log')
+      ax.set_xticks(lengths, [str(L) for L in lengths])
+      ax.minorticks_off()
+      ax.set_title(f'{model}', fontsize=9, color=models_lib.get(model).color)
+      ax.set_xlabel('length L')
+      ax.set_ylim(-0.1 - 0.04 * len(budgets), 1.05)
+      ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(f'fraction of {config.seeds} seeds solved '
+                          '(ticks: each seed\'s critical distance)')
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle('Wall or budget: seeds that solve each length after each '
+                 'training budget', fontsize=10)
+    record.save_figure(fig, folder / FIGURE, writer, 'figures/budget')
 
 
 EXPERIMENT = Budget()

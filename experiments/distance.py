@@ -54,126 +54,105 @@ QUICK = dataclasses.replace(
 SECTION, FIGURE = '2. Distance', 'distance.png'  # in REPORT.md
 COLUMNS = memory.COLUMNS
 TIMING_COLUMNS = ('wall_s', 'compile_s')  # the only columns a rerun changes
-groups, rows, line = memory.groups, memory.rows, memory.line
-
-
-def planned_claims(config: Config) -> list:
-  """The claims `summarize` makes, on placeholder rows of the run's shape."""
-  return memory.memory_claims(memory.placeholder_table(config),
-                              config.models, config.lengths)
-
-
-# -- the summary ----------------------------------------------------------------
-
-def summarize(config: Config, rows: list[dict], curves=None) -> dict:
-  lengths = sorted(config.lengths)
-  table = memory.accuracy_table(rows)
-  groups = []
-  for model in config.models:
-    for length in lengths:
-      sub = [r for r in rows
-             if r['model'] == model and int(r['length']) == length]
-      acc = [float(r['accuracy']) for r in sub]
-      solved = stats.solved_fraction(acc)
-      groups.append(dict(
-          model=model, length=length, mean_accuracy=float(np.mean(acc)),
-          accuracy_per_seed=acc, solved_fraction=solved['fraction'],
-          solved_ci95=solved['ci95'], seeds=len(acc),
-          diverged=int(sum(int(r['diverged']) for r in sub))))
-  crit = {m: memory.per_seed_critical(table, m, lengths)
-          for m in config.models}
-  return {'groups': groups,
-          'critical_distance': {m: memory.critical_summary(c)
-                                for m, c in crit.items()},
-          'paired': memory.paired_table(crit),
-          'diverged_seeds': int(sum(g['diverged'] for g in groups)),
-          'claims': memory.memory_claims(table, config.models, lengths,
-                                             curves),
-          'budget': {k: getattr(config, k) for k in (
-              'steps', 'batch_size', 'd_model', 'seeds')},
-          'tuning': (f'one learning rate ({config.rates[0]:g}): a failure is '
-                     'a failure at that rate (trained out: its loss flat); '
-                     '--learning_rates tunes each group'
-                     if len(config.rates) == 1 else
-                     f'each group at its best of {len(config.rates)} rates '
-                     'on validation strings (learning_rates)')}
-
-
-def figure(config, summary, rows, kept, folder, writer=None):
-  plot(config, summary, folder / FIGURE, writer)
-
-
 OFFSET = 0.02  # each model's points shifted by this fraction of the log-L axis
-
-
-def plot(config, summary, path, writer=None):
-  plt = record.pyplot()
-  fig, ax = plt.subplots(figsize=(7.5, 4.4))
-  lengths = sorted(config.lengths)
-  n = len(config.models)
-  for i, model in enumerate(config.models):
-    color = models_lib.get(model).color
-    g = {x['length']: x for x in summary['groups'] if x['model'] == model}
-    offset = OFFSET * (i - (n - 1) / 2)
-    x = record.offset_x(lengths, offset)
-    # The mean a thin line, each seed a mark above it: no seed hides.
-    ax.plot(x, [g[L]['mean_accuracy'] for L in lengths], color=color, lw=1.2,
-            ls=record.LINE_STYLES[i % len(record.LINE_STYLES)], zorder=2,
-            label=model)
-    record.seed_dots(ax, lengths, [g[L]['accuracy_per_seed'] for L in lengths],
-                     color, offset=offset,
-                     marker=record.MARKERS[i % len(record.MARKERS)])
-  ax.axhline(0.5, color='k', ls=':', lw=1, label='chance')
-  ax.set_xscale('log')
-  ax.set_xticks(lengths)
-  ax.set_xticklabels([str(L) for L in lengths])
-  ax.minorticks_off()
-  ax.set_ylim(-0.03, 1.03)
-  ax.set_xlabel('sequence length L (the first symbol is L - 1 steps back); '
-                f'models side by side, {100 * OFFSET:g}% of the axis apart')
-  ax.set_ylabel('test accuracy (fresh strings)')
-  ax.set_title(f'Memory task: each of {config.seeds} seeds (marks) and the '
-               f'mean (line); {config.steps} steps x {config.batch_size} '
-               'strings', fontsize=9)
-  ax.legend(loc='lower left', fontsize=7)
-  ax.grid(alpha=0.3)
-  record.save_figure(fig, path, writer, 'figures/distance')
-
-
-def print_table(config, summary):
-  by = {(g['model'], g['length']): g for g in summary['groups']}
-  lengths = sorted(config.lengths)
-  rows = []
-  for model in config.models:
-    c = summary['critical_distance'][model]
-    rows.append([model] + [
-        f'{by[model, L]["mean_accuracy"]:.3f} '
-        f'{round(by[model, L]["solved_fraction"] * by[model, L]["seeds"])}/'
-        f'{by[model, L]["seeds"]}' for L in lengths
-    ] + [memory.fmt_median(c)])
-  print(f'\nMean test accuracy and seeds solved (>= {stats.SOLVED}) by '
-        f'length ({config.seeds} seeds):')
-  print(record.table(rows, ['model'] + [f'L={L}' for L in lengths]
-                     + ['critical (median, interval)']))
 
 
 class Distance(experiment.Experiment):
   """How far back each model reaches for the first symbol."""
   name, section, figure_file = 'distance', SECTION, FIGURE
-
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
+  groups = staticmethod(memory.groups)
+  rows = staticmethod(memory.rows)
+  line = staticmethod(memory.line)
 
-  groups = staticmethod(groups)
-  rows = staticmethod(rows)
-  line = staticmethod(line)
-  print_table = staticmethod(print_table)
-  planned_claims = staticmethod(planned_claims)
+  def planned_claims(self, config):
+    """The claims `summarize` makes, on placeholder rows of the run's
+    shape."""
+    return memory.memory_claims(memory.placeholder_table(config),
+                                config.models, config.lengths)
 
   def summarize(self, config, rows, data):
-    return summarize(config, rows, data.curves)
+    lengths = sorted(config.lengths)
+    table = memory.accuracy_table(rows)
+    groups = []
+    for model in config.models:
+      for length in lengths:
+        sub = [r for r in rows
+               if r['model'] == model and int(r['length']) == length]
+        acc = [float(r['accuracy']) for r in sub]
+        solved = stats.solved_fraction(acc)
+        groups.append(dict(
+            model=model, length=length, mean_accuracy=float(np.mean(acc)),
+            accuracy_per_seed=acc, solved_fraction=solved['fraction'],
+            solved_ci95=solved['ci95'], seeds=len(acc),
+            diverged=int(sum(int(r['diverged']) for r in sub))))
+    crit = {m: memory.per_seed_critical(table, m, lengths)
+            for m in config.models}
+    return {'groups': groups,
+            'critical_distance': {m: memory.critical_summary(c)
+                                  for m, c in crit.items()},
+            'paired': memory.paired_table(crit),
+            'diverged_seeds': int(sum(g['diverged'] for g in groups)),
+            'claims': memory.memory_claims(table, config.models, lengths,
+                                           data.curves),
+            'budget': {k: getattr(config, k) for k in (
+                'steps', 'batch_size', 'd_model', 'seeds')},
+            'tuning': (f'one learning rate ({config.rates[0]:g}): a failure '
+                       'is a failure at that rate (trained out: its loss '
+                       'flat); --learning_rates tunes each group'
+                       if len(config.rates) == 1 else
+                       f'each group at its best of {len(config.rates)} rates'
+                       ' on validation strings (learning_rates)')}
 
   def figure(self, config, summary, rows, data, folder, writer):
-    plot(config, summary, folder / FIGURE, writer)
+    plt = record.pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    lengths = sorted(config.lengths)
+    n = len(config.models)
+    for i, model in enumerate(config.models):
+      color = models_lib.get(model).color
+      g = {x['length']: x for x in summary['groups'] if x['model'] == model}
+      offset = OFFSET * (i - (n - 1) / 2)
+      x = record.offset_x(lengths, offset)
+      # The mean a thin line, each seed a mark above it: no seed hides.
+      ax.plot(x, [g[L]['mean_accuracy'] for L in lengths], color=color,
+              lw=1.2, ls=record.LINE_STYLES[i % len(record.LINE_STYLES)],
+              zorder=2, label=model)
+      record.seed_dots(ax, lengths,
+                       [g[L]['accuracy_per_seed'] for L in lengths], color,
+                       offset=offset,
+                       marker=record.MARKERS[i % len(record.MARKERS)])
+    ax.axhline(0.5, color='k', ls=':', lw=1, label='chance')
+    ax.set_xscale('log')
+    ax.set_xticks(lengths)
+    ax.set_xticklabels([str(L) for L in lengths])
+    ax.minorticks_off()
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel('sequence length L (the first symbol is L - 1 steps back);'
+                  f' models side by side, {100 * OFFSET:g}% of the axis apart')
+    ax.set_ylabel('test accuracy (fresh strings)')
+    ax.set_title(f'Memory task: each of {config.seeds} seeds (marks) and the '
+                 f'mean (line); {config.steps} steps x {config.batch_size} '
+                 'strings', fontsize=9)
+    ax.legend(loc='lower left', fontsize=7)
+    ax.grid(alpha=0.3)
+    record.save_figure(fig, folder / FIGURE, writer, 'figures/distance')
+
+  def print_table(self, config, summary):
+    by = {(g['model'], g['length']): g for g in summary['groups']}
+    lengths = sorted(config.lengths)
+    rows = []
+    for model in config.models:
+      c = summary['critical_distance'][model]
+      rows.append([model] + [
+          f'{by[model, L]["mean_accuracy"]:.3f} '
+          f'{round(by[model, L]["solved_fraction"] * by[model, L]["seeds"])}/'
+          f'{by[model, L]["seeds"]}' for L in lengths
+      ] + [memory.fmt_median(c)])
+    print(f'\nMean test accuracy and seeds solved (>= {stats.SOLVED}) by '
+          f'length ({config.seeds} seeds):')
+    print(record.table(rows, ['model'] + [f'L={L}' for L in lengths]
+                       + ['critical (median, interval)']))
 
 
 EXPERIMENT = Distance()

@@ -49,7 +49,8 @@ def distance_summary(acc, lengths=LENGTHS, curves=None, seeds=SEEDS):
   for r in rows:
     r.update(loss='0.1', family='x', solved='1', num_params='1', wall_s='1',
              compile_s='1')
-  return distance.summarize(config, rows, curves=curves)
+  return distance.EXPERIMENT.summarize(
+      config, rows, experiment.Measured(curves=curves))
 
 
 @pytest.mark.parametrize('rnn,lengths,verdict', [
@@ -140,7 +141,8 @@ def test_gating_judges_every_initialisation_at_every_budget():
   config = dataclasses.replace(gating.DEFAULTS, models=tuple(acc),
                                lengths=lengths, budgets=(100, 200),
                                seeds=SEEDS)
-  summary = gating.summarize(config, rows)
+  summary = gating.EXPERIMENT.summarize(config, rows, experiment.Measured(
+      curves=None))
   verdicts = {c['claim'].split(': ')[1].split(')')[0]: c['verdict']
               for c in by_claim(summary, 'Gating')}
   assert verdicts == {'lstm': 'held', 'lstm_chrono': 'held'}
@@ -167,7 +169,8 @@ def budget_case(small, large, loss_half, loss_end, seeds=WALL_SEEDS,
       for L in lengths for s in range(seeds) for t in range(50, 401, 50)]
   config = dataclasses.replace(budget.DEFAULTS, models=('rnn',),
                                lengths=lengths, budgets=budgets, seeds=seeds)
-  claim, = experiment.judged(budget.summarize(config, rows, curves)['claims'])
+  claim, = experiment.judged(budget.EXPERIMENT.summarize(
+      config, rows, experiment.Measured(curves=curves))['claims'])
   return claim
 
 
@@ -227,7 +230,8 @@ def test_wall_l_star_is_where_training_stopped_moving_it():
             for t in range(50, 401, 50)]
   config = dataclasses.replace(budget.DEFAULTS, models=('rnn',),
                                lengths=lengths, budgets=budgets, seeds=20)
-  claim, = experiment.judged(budget.summarize(config, rows, curves)['claims'])
+  claim, = experiment.judged(budget.EXPERIMENT.summarize(
+      config, rows, experiment.Measured(curves=curves))['claims'])
   assert claim['length'] == 20 and claim['start_budget'] == 200
   assert claim['verdict'] == 'held', claim['measured']
 
@@ -258,15 +262,15 @@ def test_wall_seeds_needed_and_the_plan():
   assert memory.wall_seeds_needed(0.2) == 19
   assert budget.DEFAULTS.seeds >= memory.wall_seeds_needed()
   one = dataclasses.replace(budget.DEFAULTS, models=('lstm',))
-  row, = experiment.power_plan(budget, one)
+  row, = experiment.power_plan(budget.EXPERIMENT, one)
   # The fewest seeds L* may leave stuck, 15 of 20: all 15 must stay stuck
   # (0.8^15 = 0.035), 0.98^15 = 0.74 at the declared effect.
   assert row['family'] == memory.WALL_FAMILY and row['seeds'] == 15
   assert row['power'] == pytest.approx(0.98 ** 15)
   # Four walls in one family: Holm's first step asks 0.8^n < 0.0125.
-  four, = experiment.power_plan(budget, budget.DEFAULTS)
+  four, = experiment.power_plan(budget.EXPERIMENT, budget.DEFAULTS)
   assert four['family_size'] == 4 and four['power'] == 0.0
-  weak = experiment.power_plan(budget, dataclasses.replace(one, seeds=8))
+  weak = experiment.power_plan(budget.EXPERIMENT, dataclasses.replace(one, seeds=8))
   assert {r['power'] for r in weak} == {0.0}
 
 
