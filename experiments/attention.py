@@ -85,16 +85,6 @@ ABLATION_FAMILY = 'without position 0 the answer is lost'
 BEAM_FAMILY = 'the beam on position 0 is what the model uses'
 
 
-def planned_claims(config) -> list:
-  """The claims `summarize` makes, on placeholder rows of the run's shape."""
-  rows = [dict(model=m, length=L, seed=s, first_symbol=c, pos0_mass=0.5,
-               entropy=1.0, accuracy=1.0, accuracy_without_pos0=0.5,
-               accuracy_without_filler=1.0, accuracy_pos0_capped=0.5)
-          for m in config.models for L in config.lengths
-          for s in range(config.seeds) for c in CLASSES]
-  return summarize(config, rows)['claims']
-
-
 def examples(model, tokens_BxL, labels_B):
   """A few single strings with their weights, for the figure."""
   logits, att_BxHxL = probes.last_query_attention(model, tokens_BxL[:16])
@@ -102,12 +92,6 @@ def examples(model, tokens_BxL, labels_B):
           'weights': att_BxHxL.mean(1),
           'predicted': logits.argmax(-1)}
 
-
-def groups(config: Config) -> list:
-  return [experiment.group(m, L, task_params=memory.memory_params(config),
-                           probe=probes.searchlight,
-                           probe_examples=PROBE_EXAMPLES)
-          for m in config.models for L in config.lengths]
 
 # TensorBoard's descriptions of the tags on_chunk and final_scalars log.
 TAGS = {
@@ -134,13 +118,6 @@ def on_chunk(group, config, step, probe, writer):
           for c, cls in enumerate(CLASSES) for key in ('pos0_mass', 'entropy')}
 
 
-def measure(group, ensemble, params, config):
-  """Where the last query looks, and what removing position 0 (or a filler
-  position, the control) from its weights does to the accuracy."""
-  return ensemble.measure(params, probes.searchlight_with_ablation,
-                          num_examples=config.eval_examples)
-
-
 def final_scalars(group, config, final):
   return {f'test/pos0_mass/{cls}': final['pos0_mass'][:, c]
           for c, cls in enumerate(CLASSES)}
@@ -148,14 +125,6 @@ def final_scalars(group, config, final):
 
 def rows(group, final, config, timing) -> list[dict]:
   return rows_for(group, final, timing.steps, timing.wall_s)
-
-
-def line(group, final, config, timing) -> str:
-  return (f'{group.model} L={group.length:<4d} pos0 mass A '
-          f'{final["pos0_mass"][:, 0].mean():.3f}  B '
-          f'{final["pos0_mass"][:, 1].mean():.3f}  accuracy '
-          f'{final["accuracy"].mean():.3f}  {timing.wall_s:.1f}s '
-          f'(compile {timing.compile_s:.1f}s)')
 
 
 def keep(group, ensemble, params, config):
@@ -402,26 +371,6 @@ def figure(config, summary, rows, kept, folder, writer=None):
     plot_lengths(config, summary, folder / 'attention_lengths.png', writer)
 
 
-def print_table(config, summary) -> None:
-  for model, by_length in summary['models'].items():
-    for length, s in by_length.items():
-      print(f'\n{model} L={length}: last query weight on position 0 (mean '
-            f'over {config.seeds} seeds, 95% interval)')
-      print(record.table(
-          [[c, f'{s["classes"][c]["pos0_mass"]:.3f}',
-            f'[{s["classes"][c]["ci95"][0]:.3f}, '
-            f'{s["classes"][c]["ci95"][1]:.3f}]',
-            f'{s["classes"][c]["entropy"]:.3f}',
-            f'{s["classes"][c]["accuracy"]:.3f}', s['dispersed_counts'][c]]
-           for c in CLASSES],
-          ['class', 'pos0_mass', 'ci95', 'entropy', 'accuracy',
-           'seeds dispersed']))
-      print('per seed (position-0 mass A / B, the more dispersed class): '
-            + ', '.join(f'{p["seed"]}: {p["pos0_mass_A"]:.2f}/'
-                        f'{p["pos0_mass_B"]:.2f} {p["more_dispersed"]}'
-                        for p in s['per_seed']))
-
-
 _TOKEN_TEXT = {tasks_lib.A: 'A', tasks_lib.B: 'B', tasks_lib.QUERY: '?'}
 
 
@@ -492,12 +441,7 @@ class Attention(experiment.Experiment):
   defaults, quick, columns, tags = DEFAULTS, QUICK, COLUMNS, TAGS
   final_test, keeps = False, True
   accepts = staticmethod(accepts)
-  groups = staticmethod(groups)
-  measure = staticmethod(measure)
   rows = staticmethod(rows)
-  line = staticmethod(line)
-  print_table = staticmethod(print_table)
-  planned_claims = staticmethod(planned_claims)
   on_chunk = staticmethod(on_chunk)
   final_scalars = staticmethod(final_scalars)
   keep = staticmethod(keep)
@@ -507,6 +451,53 @@ class Attention(experiment.Experiment):
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.kept, folder, writer)
+
+  def groups(self, config: Config) -> list:
+    return [experiment.group(m, L, task_params=memory.memory_params(config),
+                             probe=probes.searchlight,
+                             probe_examples=PROBE_EXAMPLES)
+            for m in config.models for L in config.lengths]
+
+  def measure(self, group, ensemble, params, config):
+    """Where the last query looks, and what removing position 0 (or a filler
+    position, the control) from its weights does to the accuracy."""
+    return ensemble.measure(params, probes.searchlight_with_ablation,
+                            num_examples=config.eval_examples)
+
+  def line(self, group, final, config, timing) -> str:
+    return (f'{group.model} L={group.length:<4d} pos0 mass A '
+            f'{final["pos0_mass"][:, 0].mean():.3f}  B '
+            f'{final["pos0_mass"][:, 1].mean():.3f}  accuracy '
+            f'{final["accuracy"].mean():.3f}  {timing.wall_s:.1f}s '
+            f'(compile {timing.compile_s:.1f}s)')
+
+  def print_table(self, config, summary) -> None:
+    for model, by_length in summary['models'].items():
+      for length, s in by_length.items():
+        print(f'\n{model} L={length}: last query weight on position 0 (mean '
+              f'over {config.seeds} seeds, 95% interval)')
+        print(record.table(
+            [[c, f'{s["classes"][c]["pos0_mass"]:.3f}',
+              f'[{s["classes"][c]["ci95"][0]:.3f}, '
+              f'{s["classes"][c]["ci95"][1]:.3f}]',
+              f'{s["classes"][c]["entropy"]:.3f}',
+              f'{s["classes"][c]["accuracy"]:.3f}', s['dispersed_counts'][c]]
+             for c in CLASSES],
+            ['class', 'pos0_mass', 'ci95', 'entropy', 'accuracy',
+             'seeds dispersed']))
+        print('per seed (position-0 mass A / B, the more dispersed class): '
+              + ', '.join(f'{p["seed"]}: {p["pos0_mass_A"]:.2f}/'
+                          f'{p["pos0_mass_B"]:.2f} {p["more_dispersed"]}'
+                          for p in s['per_seed']))
+
+  def planned_claims(self, config) -> list:
+    """The claims `summarize` makes, on placeholder rows of the run's shape."""
+    rows = [dict(model=m, length=L, seed=s, first_symbol=c, pos0_mass=0.5,
+                 entropy=1.0, accuracy=1.0, accuracy_without_pos0=0.5,
+                 accuracy_without_filler=1.0, accuracy_pos0_capped=0.5)
+            for m in config.models for L in config.lengths
+            for s in range(config.seeds) for c in CLASSES]
+    return summarize(config, rows)['claims']
 
 
 EXPERIMENT = Attention()

@@ -86,21 +86,6 @@ PRICE_CLAIM = ('Attention pays an N x N price: doubling the length '
                'quadruples the work.')
 
 
-def estimate_bytes(config: Config) -> int:
-  """The largest training step over the models at the longest length: what
-  each keeps per string (its registry entry) for 2 strings, with full
-  L x L grids for attention's every-position pass; float32, a few times
-  over for the gradients."""
-  L = max(config.lengths)
-  worst = 0
-  for m in config.models:
-    spec = models_lib.get(m)
-    layers = config.num_layers + (1 if spec.sequence_outputs else 0)
-    worst = max(worst, spec.activations(L, config.d_model, config.num_heads,
-                                        layers))
-  return int(4 * 4 * config.batch_size * worst)
-
-
 def measure(model: str, config: Config, length: int) -> list[dict]:
   rows = []
   for pass_name in PASSES:
@@ -117,21 +102,6 @@ def measure(model: str, config: Config, length: int) -> list[dict]:
                                     budget_s=TIME_BUDGET_S),
         depth=c['depth'], compile_s=c['compile_s']))
   return rows
-
-
-def cells(config: Config) -> list:
-  # Cost grows with L for every model: weight the ETA by L (L^2 above 1024
-  # for a full attention grid).
-  def work(m, L):
-    spec = models_lib.get(m)
-    return L * (max(1, L / 1024) if spec.family == models_lib.ATTENTION
-                and spec.sequence_outputs else 1)
-  return [experiment.Cell(f'{m} L={L}', dict(model=m, length=L), work(m, L))
-          for m in config.models for L in config.lengths]
-
-
-def measure_cell(cell, config, context) -> list[dict]:
-  return measure(cell.key['model'], config, cell.key['length'])
 
 
 def line(cell, rows) -> str:
@@ -155,10 +125,6 @@ def _full_attention(config: Config) -> list[str]:
   spec = models_lib.get
   return [m for m in config.models if spec(m).family == models_lib.ATTENTION
           and spec(m).sequence_outputs]
-
-
-def after_work(config: Config) -> int:
-  return len(config.widths) if _full_attention(config) else 0
 
 
 def after(config, rows, context, progress) -> dict:
@@ -397,28 +363,6 @@ def figure(config, summary, rows, context, folder, writer=None):
   plot(config, summary, rows, folder / FIGURE, writer)
 
 
-def print_table(config, summary) -> None:
-  table = [[m] + [f'{e[p][k]:.2f}' for p in PASSES
-                  for k in ('flops_exponent', 'wall_exponent')]
-           + [e['train']['depth_growth']['shape']]
-           for m, e in summary['models'].items()]
-  print(f'\nLog-log exponents over L in {summary["fit_lengths"]}; depth of '
-        'a training step')
-  print(record.table(table, ['model', 'fwd FLOPs', 'fwd wall', 'train FLOPs',
-                             'train wall', 'depth']))
-  widths = summary.get('price_at_widths')
-  if widths:
-    lengths = next(iter(widths.values()))['lengths']
-    print(f'\nFLOPs of a training step, x per doubling of L (the price at '
-          f'real widths, {next(iter(widths.values()))["model"]}, counted)')
-    print(record.table(
-        [[D] + [f'{r:.2f}' for r in p['ratio_per_doubling']]
-         + [f'{p["crossover_length"]:.0f}' if p['crossover_length'] else '-',
-            fourfold_from(p) or '-'] for D, p in widths.items()],
-        ['d_model'] + [f'{L}->{2 * L}' for L in lengths[:-1]]
-        + ['L x L overtakes at', 'fourfold from']))
-
-
 def plot(config, summary, rows, path, writer=None):
   plt = record.pyplot()
   widths = summary.get('price_at_widths')
@@ -477,23 +421,69 @@ class Cost(experiment.Cells):
   name, section, figure_file = 'cost', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 
-  cells = staticmethod(cells)
-  measure_cell = staticmethod(measure_cell)
 
   def cell_line(self, cell, rows):
     return line(cell, rows)
 
-  after_work = staticmethod(after_work)
   after = staticmethod(after)
-  print_table = staticmethod(print_table)
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.context, folder, writer)
 
-  estimate_bytes = staticmethod(estimate_bytes)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.context)
+
+  def cells(self, config: Config) -> list:
+    # Cost grows with L for every model: weight the ETA by L (L^2 above 1024
+    # for a full attention grid).
+    def work(m, L):
+      spec = models_lib.get(m)
+      return L * (max(1, L / 1024) if spec.family == models_lib.ATTENTION
+                  and spec.sequence_outputs else 1)
+    return [experiment.Cell(f'{m} L={L}', dict(model=m, length=L), work(m, L))
+            for m in config.models for L in config.lengths]
+
+  def measure_cell(self, cell, config, context) -> list[dict]:
+    return measure(cell.key['model'], config, cell.key['length'])
+
+  def after_work(self, config: Config) -> int:
+    return len(config.widths) if _full_attention(config) else 0
+
+  def print_table(self, config, summary) -> None:
+    table = [[m] + [f'{e[p][k]:.2f}' for p in PASSES
+                    for k in ('flops_exponent', 'wall_exponent')]
+             + [e['train']['depth_growth']['shape']]
+             for m, e in summary['models'].items()]
+    print(f'\nLog-log exponents over L in {summary["fit_lengths"]}; depth of '
+          'a training step')
+    print(record.table(table, ['model', 'fwd FLOPs', 'fwd wall', 'train FLOPs',
+                               'train wall', 'depth']))
+    widths = summary.get('price_at_widths')
+    if widths:
+      lengths = next(iter(widths.values()))['lengths']
+      print(f'\nFLOPs of a training step, x per doubling of L (the price at '
+            f'real widths, {next(iter(widths.values()))["model"]}, counted)')
+      print(record.table(
+          [[D] + [f'{r:.2f}' for r in p['ratio_per_doubling']]
+           + [f'{p["crossover_length"]:.0f}' if p['crossover_length'] else '-',
+              fourfold_from(p) or '-'] for D, p in widths.items()],
+          ['d_model'] + [f'{L}->{2 * L}' for L in lengths[:-1]]
+          + ['L x L overtakes at', 'fourfold from']))
+
+  def estimate_bytes(self, config: Config) -> int:
+    """The largest training step over the models at the longest length: what
+    each keeps per string (its registry entry) for 2 strings, with full
+    L x L grids for attention's every-position pass; float32, a few times
+    over for the gradients."""
+    L = max(config.lengths)
+    worst = 0
+    for m in config.models:
+      spec = models_lib.get(m)
+      layers = config.num_layers + (1 if spec.sequence_outputs else 0)
+      worst = max(worst, spec.activations(L, config.d_model, config.num_heads,
+                                          layers))
+    return int(4 * 4 * config.batch_size * worst)
 
 
 EXPERIMENT = Cost()

@@ -93,35 +93,6 @@ def trained_lengths(config: Config) -> tuple[int, ...]:
       L for L in (config.bridge_length,) if L not in config.lengths)
 
 
-def groups(config: Config) -> list:
-  # Its init and trained rows are written together: model and length find
-  # both, in results.csv and in bridge.csv.
-  return [experiment.group(m, L, task_params={'num_filler': config.num_filler},
-                           key=dict(model=m, length=L),
-                           probe=probes.margin_sensitivity, probe_examples=64)
-          for m in config.models for L in trained_lengths(config)]
-
-
-def estimate_bytes(config: Config) -> int:
-  return config_lib.estimate_bytes(dataclasses.replace(
-      config, lengths=trained_lengths(config)))
-
-
-def planned_claims(config) -> list:
-  """The claims `claims` makes, on placeholder fits of the run's shape."""
-  fit = {'better': 'exponential', 'exponential': {'slope': -0.1},
-         'range': [1, 2]}
-  phase = {'fits_per_seed': {str(s): fit for s in range(config.seeds)},
-           'factor_per_step': {}, 'far_over_near': {}}
-  bridge = {'length': config.bridge_length, 'init': phase, 'trained': phase}
-  m = {x: {'init_fits_per_seed': phase['fits_per_seed'],
-           'init_loglog_slope': -1.0, 'bridge': bridge,
-           'relative_sensitivity': {'trained': {
-               str(L): [1.0] * config.seeds for L in config.lengths}}}
-       for x in config.models}
-  return claims(config, m, sorted(config.lengths))
-
-
 # TensorBoard's descriptions of the tags on_chunk logs.
 TAGS = {
     r'bridge/sensitivity': ('sensitivity', '||d(logit_A - logit_B) / d e_0||, '
@@ -143,23 +114,6 @@ TAGS = {
 def on_chunk(group, config, step, probe, writer):
   return {f'bridge/{key}': probe[key] for key in (
       'sensitivity', 'relative_sensitivity', 'pos0_mass') if key in probe}
-
-
-def measure(group, ensemble, params, config):
-  """The bridge at initialisation (the same initial state training started
-  from) and after training, on the probe strings; at the bridge length, to
-  every position (one compiled program for both)."""
-  probe = (probes.margin_profile if group.length == config.bridge_length
-           else probes.margin_sensitivity)
-  bridge = lambda params: ensemble.measure(
-      params, probe, stream=tasks_lib.PROBE_STREAM,
-      num_examples=PROBE_EXAMPLES)
-  init, trained = bridge(ensemble.init()['params']), bridge(params)
-  return {'init': init, 'trained': trained, 'accuracy': trained['accuracy']}
-
-
-def final_scalars(group, config, final):
-  return {'bridge/sensitivity_at_init': (0, final['init']['sensitivity'])}
 
 
 def rows(group, final, config, timing) -> dict:
@@ -379,47 +333,6 @@ def along_one_string(config, model, bridge) -> Claim:
            'than 3 distances to fit: it does not)')
 
 
-def print_table(config, summary) -> None:
-  lengths = sorted(config.lengths)
-  table = []
-  for model, e in summary['models'].items():
-    rel = e['relative_sensitivity']['trained']
-    table.append([model, f'{e["init_factor_per_step"]:.3f}',
-                  f'{e["init_loglog_slope"]:.2f}'] + [
-                      f'{np.median(rel[str(L)]):.3g}' for L in lengths])
-  print('\nAcross lengths, at initialisation: factor per step and log-log '
-        'slope of the mean sensitivity; trained: median over seeds of the '
-        'sensitivity to position 0 relative to the last filler position')
-  print(record.table(table, ['model', 'init x/step', 'init loglog'] + [
-      f'trained L={L}' for L in lengths]))
-  along = []
-  for model, e in summary['models'].items():
-    for phase in ('init', 'trained'):
-      if 'bridge' not in e:
-        continue
-      b = e['bridge'][phase]
-      fits = list(b['fits_per_seed'].values())
-      factors = [x for x in b['factor_per_step'].values() if x is not None]
-      far = [x for x in b['far_over_near'].values() if x is not None]
-      power = [f['power']['slope'] for f in fits if f['power']]
-      last = [f['range'][1] for f in fits]
-      along.append([
-          model, phase, f'{sum(decays(f) for f in fits)}/'
-          f'{len(fits)}',
-          f'{np.median(factors):.3f}' if factors else '-',
-          f'{np.median(power):.2f}' if power else '-',
-          f'1..{min(last)}' + (f'-{max(last)}' if max(last) > min(last)
-                               else ''),
-          f'{np.median(far):.3g}' if far else '-'])
-  if along:
-    print(f'\nAlong one string (L={config.bridge_length}): seeds whose '
-          'profile decays exponentially, medians over seeds of the factor '
-          'per step and the log-log slope, the distances fitted, and '
-          'position 0 over distance 1')
-    print(record.table(along, ['model', 'phase', 'exp. decay', 'x/step',
-                               'loglog', 'fitted d', 'pos 0 / d=1']))
-
-
 def figure(config, summary, rows, kept, folder, writer=None, tables=None):
   profiles = bridge_profiles((tables or {}).get('bridge.csv', []),
                              config.bridge_length)
@@ -533,21 +446,98 @@ class Gradient(experiment.Experiment):
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   tables, tags, final_test = TABLES, TAGS, False
 
-  groups = staticmethod(groups)
-  measure = staticmethod(measure)
   rows = staticmethod(rows)
   line = staticmethod(line)
-  print_table = staticmethod(print_table)
-  planned_claims = staticmethod(planned_claims)
   on_chunk = staticmethod(on_chunk)
-  final_scalars = staticmethod(final_scalars)
-  estimate_bytes = staticmethod(estimate_bytes)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.tables)
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.kept, folder, writer, data.tables)
+
+  def groups(self, config: Config) -> list:
+    # Its init and trained rows are written together: model and length find
+    # both, in results.csv and in bridge.csv.
+    return [experiment.group(m, L,
+                             task_params={'num_filler': config.num_filler},
+                             key=dict(model=m, length=L),
+                             probe=probes.margin_sensitivity,
+                             probe_examples=64)
+            for m in config.models for L in trained_lengths(config)]
+
+  def measure(self, group, ensemble, params, config):
+    """The bridge at initialisation (the same initial state training started
+    from) and after training, on the probe strings; at the bridge length, to
+    every position (one compiled program for both)."""
+    probe = (probes.margin_profile if group.length == config.bridge_length
+             else probes.margin_sensitivity)
+    bridge = lambda params: ensemble.measure(
+        params, probe, stream=tasks_lib.PROBE_STREAM,
+        num_examples=PROBE_EXAMPLES)
+    init, trained = bridge(ensemble.init()['params']), bridge(params)
+    return {'init': init, 'trained': trained, 'accuracy': trained['accuracy']}
+
+  def print_table(self, config, summary) -> None:
+    lengths = sorted(config.lengths)
+    table = []
+    for model, e in summary['models'].items():
+      rel = e['relative_sensitivity']['trained']
+      table.append([model, f'{e["init_factor_per_step"]:.3f}',
+                    f'{e["init_loglog_slope"]:.2f}'] + [
+                        f'{np.median(rel[str(L)]):.3g}' for L in lengths])
+    print('\nAcross lengths, at initialisation: factor per step and log-log '
+          'slope of the mean sensitivity; trained: median over seeds of the '
+          'sensitivity to position 0 relative to the last filler position')
+    print(record.table(table, ['model', 'init x/step', 'init loglog'] + [
+        f'trained L={L}' for L in lengths]))
+    along = []
+    for model, e in summary['models'].items():
+      for phase in ('init', 'trained'):
+        if 'bridge' not in e:
+          continue
+        b = e['bridge'][phase]
+        fits = list(b['fits_per_seed'].values())
+        factors = [x for x in b['factor_per_step'].values() if x is not None]
+        far = [x for x in b['far_over_near'].values() if x is not None]
+        power = [f['power']['slope'] for f in fits if f['power']]
+        last = [f['range'][1] for f in fits]
+        along.append([
+            model, phase, f'{sum(decays(f) for f in fits)}/'
+            f'{len(fits)}',
+            f'{np.median(factors):.3f}' if factors else '-',
+            f'{np.median(power):.2f}' if power else '-',
+            f'1..{min(last)}' + (f'-{max(last)}' if max(last) > min(last)
+                                 else ''),
+            f'{np.median(far):.3g}' if far else '-'])
+    if along:
+      print(f'\nAlong one string (L={config.bridge_length}): seeds whose '
+            'profile decays exponentially, medians over seeds of the factor '
+            'per step and the log-log slope, the distances fitted, and '
+            'position 0 over distance 1')
+      print(record.table(along, ['model', 'phase', 'exp. decay', 'x/step',
+                                 'loglog', 'fitted d', 'pos 0 / d=1']))
+
+  def planned_claims(self, config) -> list:
+    """The claims `claims` makes, on placeholder fits of the run's shape."""
+    fit = {'better': 'exponential', 'exponential': {'slope': -0.1},
+           'range': [1, 2]}
+    phase = {'fits_per_seed': {str(s): fit for s in range(config.seeds)},
+             'factor_per_step': {}, 'far_over_near': {}}
+    bridge = {'length': config.bridge_length, 'init': phase, 'trained': phase}
+    m = {x: {'init_fits_per_seed': phase['fits_per_seed'],
+             'init_loglog_slope': -1.0, 'bridge': bridge,
+             'relative_sensitivity': {'trained': {
+                 str(L): [1.0] * config.seeds for L in config.lengths}}}
+         for x in config.models}
+    return claims(config, m, sorted(config.lengths))
+
+  def final_scalars(self, group, config, final):
+    return {'bridge/sensitivity_at_init': (0, final['init']['sensitivity'])}
+
+  def estimate_bytes(self, config: Config) -> int:
+    return config_lib.estimate_bytes(dataclasses.replace(
+        config, lengths=trained_lengths(config)))
 
 
 EXPERIMENT = Gradient()

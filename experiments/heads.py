@@ -133,11 +133,6 @@ def on_chunk(group, config, step, probe, writer):
           for key in ('mass_first', 'mass_second')}
 
 
-def measure(group, ensemble, params, config):
-  return ensemble.measure(params, head_roles,
-                          num_examples=config.eval_examples)
-
-
 def rows(group, final, config, timing) -> list[dict]:
   num_heads = group.hparams['num_heads']
   return [dict(model=group.model, num_heads=num_heads, length=group.length,
@@ -148,21 +143,6 @@ def rows(group, final, config, timing) -> list[dict]:
                ablated_acc_second=final['ablated_second'][s, h],
                accuracy=final['accuracy'][s])
           for s in range(config.seeds) for h in range(num_heads)]
-
-
-def line(group, final, config, timing) -> str:
-  num_heads = group.hparams['num_heads']
-  return (f'{group.model} {num_heads} head(s) L={group.length}: accuracy '
-          f'{final["accuracy"].mean():.3f}  ' + '  '.join(
-              f'h{h} first {final["mass_first"][:, h].mean():.2f} '
-              f'second {final["mass_second"][:, h].mean():.2f}'
-              for h in range(num_heads)))
-
-
-def keep(group, ensemble, params, config):
-  """The maps and masses of seed 0's heads, for the figure."""
-  return ensemble.measure(params, head_roles,
-                          num_examples=config.eval_examples)
 
 
 def _map_image(map_NxL, second_N):
@@ -215,12 +195,6 @@ def summarize_group(rows, length) -> dict:
 FAMILY = 'several heads specialise on different relations without being told'
 
 
-def planned_claims(config) -> list:
-  """The claim per model (with 2 heads), on placeholder seeds."""
-  two = {'per_seed': [dict(separate=False)] * config.seeds}
-  return [claim(m, {'2': two}) for m in config.models if 2 in config.heads]
-
-
 # Heads specialise "spontaneously": in most seeds, not in some (declared).
 SPECIALISE_RATE = 0.5
 
@@ -243,17 +217,6 @@ def claim(model, by_heads) -> Claim:
            f'its weight on the first symbol, another over {SPECIALISED} on '
            f'the second; "spontaneously" is read as in most seeds (rate '
            f'{SPECIALISE_RATE})')
-
-
-def print_table(config, summary) -> None:
-  print('\nAccuracy by head count (4 classes, chance 0.25)')
-  print(record.table(
-      [[m, h, f'{v["accuracy"]:.3f}', ' '.join(
-          f'{p["accuracy"]:.2f}' for p in v['per_seed']),
-        f'{v["seeds_specialised"]}/{len(v["per_seed"])}']
-       for m, e in summary['models'].items()
-       for h, v in e['num_heads'].items()],
-      ['model', 'heads', 'accuracy', 'seeds', 'seeds split']))
 
 
 def figure(config, summary, rows, kept, folder, writer=None):
@@ -314,19 +277,46 @@ class Heads(experiment.Experiment):
   one_length, final_test, keeps = ONE_LENGTH, False, True
   accepts = staticmethod(accepts)
   groups = staticmethod(groups)
-  measure = staticmethod(measure)
   rows = staticmethod(rows)
-  line = staticmethod(line)
-  print_table = staticmethod(print_table)
-  planned_claims = staticmethod(planned_claims)
   on_chunk = staticmethod(on_chunk)
-  keep = staticmethod(keep)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows)
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.kept, folder, writer)
+
+  def measure(self, group, ensemble, params, config):
+    return ensemble.measure(params, head_roles,
+                            num_examples=config.eval_examples)
+
+  def line(self, group, final, config, timing) -> str:
+    num_heads = group.hparams['num_heads']
+    return (f'{group.model} {num_heads} head(s) L={group.length}: accuracy '
+            f'{final["accuracy"].mean():.3f}  ' + '  '.join(
+                f'h{h} first {final["mass_first"][:, h].mean():.2f} '
+                f'second {final["mass_second"][:, h].mean():.2f}'
+                for h in range(num_heads)))
+
+  def print_table(self, config, summary) -> None:
+    print('\nAccuracy by head count (4 classes, chance 0.25)')
+    print(record.table(
+        [[m, h, f'{v["accuracy"]:.3f}', ' '.join(
+            f'{p["accuracy"]:.2f}' for p in v['per_seed']),
+          f'{v["seeds_specialised"]}/{len(v["per_seed"])}']
+         for m, e in summary['models'].items()
+         for h, v in e['num_heads'].items()],
+        ['model', 'heads', 'accuracy', 'seeds', 'seeds split']))
+
+  def planned_claims(self, config) -> list:
+    """The claim per model (with 2 heads), on placeholder seeds."""
+    two = {'per_seed': [dict(separate=False)] * config.seeds}
+    return [claim(m, {'2': two}) for m in config.models if 2 in config.heads]
+
+  def keep(self, group, ensemble, params, config):
+    """The maps and masses of seed 0's heads, for the figure."""
+    return ensemble.measure(params, head_roles,
+                            num_examples=config.eval_examples)
 
 
 EXPERIMENT = Heads()

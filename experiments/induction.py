@@ -163,21 +163,6 @@ def test_lengths(config, length):
           if n != length]
 
 
-def measure(group, ensemble, params, config):
-  """The probe on test strings of the training length; for a model that
-  reads any length, also the accuracy at each of `test_lengths` (fresh
-  strings of the same task), as the Mamba paper's Table 2 tests."""
-  final = ensemble.measure(params, probe_for(group.model),
-                           num_examples=config.eval_examples)
-  if models_lib.takes_any_length(group.model,
-                                 **ensemble.recipe['model_kwargs']):
-    for n in test_lengths(config, group.length):
-      longer = tasks_lib.make_task(group.task, n, **group.task_params)
-      final[f'accuracy_at_{n}'] = ensemble.evaluate(
-          params, num_examples=config.eval_examples, task=longer)['accuracy']
-  return final
-
-
 def rows(group, final, config, timing) -> dict:
   model, depth, length = (group.model, group.hparams['num_layers'],
                           group.length)
@@ -197,11 +182,6 @@ def rows(group, final, config, timing) -> dict:
           'results.csv': [dict(model=model, num_layers=depth, length=length,
                                seed=s, accuracy=final['accuracy'][s])
                           for s in range(config.seeds)]}
-
-
-def line(group, final, config, timing) -> str:
-  return (f'{group.name}: accuracy {final["accuracy"].mean():.3f} (seeds '
-          + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
 
 
 def keep(group, ensemble, params, config):
@@ -259,15 +239,6 @@ DEPTH_FAMILY = ('one attention layer cannot fetch what follows a token; two '
 LAYERED_FAMILY = 'two layers of a layered model do induction'
 CONTROL_FAMILY = "two layers reach the Mamba paper's induction result"
 EXTRAPOLATION_FAMILY = "two layers keep the Mamba paper's accuracy on longer strings"
-
-
-def planned_claims(config) -> list:
-  """The claims `claims` makes, on placeholder accuracies of the run's
-  shape, with the rate grid the run has."""
-  per_seed = {accuracy_key(m, d): {s: 0.5 for s in range(config.seeds)}
-              for m in config.models
-              for d in (config.depths if models_lib.get(m).layered else (1,))}
-  return claims(config, per_seed)
 
 
 def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
@@ -398,22 +369,6 @@ def control_claim(model, two, longer, check, config) -> Claim:
            "paper's task (a special trigger token)")
 
 
-def print_table(config, summary) -> None:
-  print(f'\nInduction accuracy (chance {1 / config.vocab:.3f})')
-  print(record.table([[k, f'{v["mean"]:.3f}',
-                       ' '.join(f'{a:.3f}' for a in v['seeds'])]
-                      for k, v in summary['accuracy'].items()],
-                     ['model', 'accuracy', 'seeds']))
-  for key, by_length in summary.get('extrapolation', {}).items():
-    print(f'{key} on longer strings: ' + '; '.join(
-        f'L={length} ' + ' '.join(f'{a:.3f}' for a in by_seed.values())
-        for length, by_seed in by_length.items()))
-  for role in summary['roles']:
-    print(f'seed {role["seed"]}: previous-token {role["previous_token_head"]}'
-          f' ({role["previous_token_score"]:.2f}), induction '
-          f'{role["induction_head"]} ({role["induction_score"]:.2f})')
-
-
 def figure(config, summary, rows, kept, folder, writer=None):
   examples = {(g.model, g.hparams['num_layers']): kept[g.name]
               for g in groups(config) if kept.get(g.name) is not None}
@@ -484,11 +439,7 @@ class Induction(experiment.Experiment):
                                                  False, True)
 
   groups = staticmethod(groups)
-  measure = staticmethod(measure)
   rows = staticmethod(rows)
-  line = staticmethod(line)
-  print_table = staticmethod(print_table)
-  planned_claims = staticmethod(planned_claims)
   on_chunk = staticmethod(on_chunk)
   keep = staticmethod(keep)
 
@@ -497,6 +448,49 @@ class Induction(experiment.Experiment):
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.kept, folder, writer)
+
+  def measure(self, group, ensemble, params, config):
+    """The probe on test strings of the training length; for a model that
+    reads any length, also the accuracy at each of `test_lengths` (fresh
+    strings of the same task), as the Mamba paper's Table 2 tests."""
+    final = ensemble.measure(params, probe_for(group.model),
+                             num_examples=config.eval_examples)
+    if models_lib.takes_any_length(group.model,
+                                   **ensemble.recipe['model_kwargs']):
+      for n in test_lengths(config, group.length):
+        longer = tasks_lib.make_task(group.task, n, **group.task_params)
+        final[f'accuracy_at_{n}'] = ensemble.evaluate(
+            params, num_examples=config.eval_examples, task=longer)['accuracy']
+    return final
+
+  def line(self, group, final, config, timing) -> str:
+    return (f'{group.name}: accuracy {final["accuracy"].mean():.3f} (seeds '
+            + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
+
+  def print_table(self, config, summary) -> None:
+    print(f'\nInduction accuracy (chance {1 / config.vocab:.3f})')
+    print(record.table([[k, f'{v["mean"]:.3f}',
+                         ' '.join(f'{a:.3f}' for a in v['seeds'])]
+                        for k, v in summary['accuracy'].items()],
+                       ['model', 'accuracy', 'seeds']))
+    for key, by_length in summary.get('extrapolation', {}).items():
+      print(f'{key} on longer strings: ' + '; '.join(
+          f'L={length} ' + ' '.join(f'{a:.3f}' for a in by_seed.values())
+          for length, by_seed in by_length.items()))
+    for role in summary['roles']:
+      print(f'seed {role["seed"]}: previous-token '
+            f'{role["previous_token_head"]}'
+            f' ({role["previous_token_score"]:.2f}), induction '
+            f'{role["induction_head"]} ({role["induction_score"]:.2f})')
+
+  def planned_claims(self, config) -> list:
+    """The claims `claims` makes, on placeholder accuracies of the run's
+    shape, with the rate grid the run has."""
+    per_seed = {
+        accuracy_key(m, d): {s: 0.5 for s in range(config.seeds)}
+        for m in config.models
+        for d in (config.depths if models_lib.get(m).layered else (1,))}
+    return claims(config, per_seed)
 
 
 EXPERIMENT = Induction()

@@ -147,20 +147,6 @@ def check(config: Config) -> None:
                         f'{config.num_heads}, got {w}')
 
 
-def estimate_bytes(config: Config) -> int:
-  """The runner's memory check at the widest width, plus the logits at every
-  position and their gradient (and the flag checks, which must come before
-  anything is written)."""
-  from src import config as config_lib
-  check(config)
-  values = (config.vocab if config.recall_task == 'mqar'
-            else tasks_lib.recall_vocab(config.vocab)[0])
-  logits = 2 * 4 * config.members * max(2 * config.batch_size, 256) * max(
-      config.lengths) * values
-  return logits + config_lib.estimate_bytes(
-      dataclasses.replace(config, d_model=max(config.widths)))
-
-
 def group_name(model, length, pairs, width) -> str:
   return f'{model}_d{width:03d}_P{pairs:02d}_L{length:03d}'
 
@@ -339,16 +325,6 @@ def width_grows(table, model, length, pairs, widths, config,
            'a seed that needs none of them at either count is censored')
 
 
-def planned_claims(config) -> list:
-  """The claims `summarize` makes, on placeholder rows of the run's shape
-  (every run at the bar, so that `width_grows` is planned too)."""
-  rows = [dict(model=m, length=L, num_pairs=P, d_model=w, seed=s,
-               accuracy=1.0)
-          for m in config.models for L, P in grid(config)
-          for w in config.widths for s in range(config.seeds)]
-  return summarize(config, rows)['claims']
-
-
 def summarize(config: Config, rows, curves=()) -> dict:
   table = accuracy_table(rows)
   out = {'accuracy': [], 'width_needed': [], 'chance':
@@ -397,26 +373,6 @@ def summarize(config: Config, rows, curves=()) -> dict:
               f'the width {m} needs (L={L}): it reaches {RECALLS:.0%} at no '
               f'width of {widths} even at P={min(pairs)}')
   return out
-
-
-def print_table(config, summary) -> None:
-  print(f'\nRecall: query accuracy (chance {summary["chance"]:.3f}), '
-        f'{config.seeds} seeds, {config.steps} steps')
-  print(record.table(
-      [[r['model'], r['length'], r['num_pairs'], r['d_model'],
-        r['state_floats'], f'{r["mean"]:.3f}',
-        ' '.join(f'{a:.3f}' for a in r['seeds'])]
-       for r in summary['accuracy']],
-      ['model', 'L', 'pairs', 'd_model', 'state floats', 'accuracy',
-       'seeds']))
-  print(f'\nWidth needed to recall >= {RECALLS:.0%} (per seed; -: none '
-        'tested)')
-  print(record.table(
-      [[r['model'], r['length'], r['num_pairs'],
-        ' '.join('-' if w is None else str(w) for w in r['per_seed']),
-        '-' if r['state_floats'] is None else r['state_floats']]
-       for r in summary['width_needed']],
-      ['model', 'L', 'pairs', 'width per seed', 'state floats (median)']))
 
 
 def figure(config, summary, rows, kept, folder, writer=None):
@@ -494,15 +450,53 @@ class Recall(experiment.Experiment):
   groups = staticmethod(groups)
   rows = staticmethod(rows)
   line = staticmethod(line)
-  print_table = staticmethod(print_table)
-  planned_claims = staticmethod(planned_claims)
-  estimate_bytes = staticmethod(estimate_bytes)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.curves)
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.kept, folder, writer)
+
+  def print_table(self, config, summary) -> None:
+    print(f'\nRecall: query accuracy (chance {summary["chance"]:.3f}), '
+          f'{config.seeds} seeds, {config.steps} steps')
+    print(record.table(
+        [[r['model'], r['length'], r['num_pairs'], r['d_model'],
+          r['state_floats'], f'{r["mean"]:.3f}',
+          ' '.join(f'{a:.3f}' for a in r['seeds'])]
+         for r in summary['accuracy']],
+        ['model', 'L', 'pairs', 'd_model', 'state floats', 'accuracy',
+         'seeds']))
+    print(f'\nWidth needed to recall >= {RECALLS:.0%} (per seed; -: none '
+          'tested)')
+    print(record.table(
+        [[r['model'], r['length'], r['num_pairs'],
+          ' '.join('-' if w is None else str(w) for w in r['per_seed']),
+          '-' if r['state_floats'] is None else r['state_floats']]
+         for r in summary['width_needed']],
+        ['model', 'L', 'pairs', 'width per seed', 'state floats (median)']))
+
+  def planned_claims(self, config) -> list:
+    """The claims `summarize` makes, on placeholder rows of the run's shape
+    (every run at the bar, so that `width_grows` is planned too)."""
+    rows = [dict(model=m, length=L, num_pairs=P, d_model=w, seed=s,
+                 accuracy=1.0)
+            for m in config.models for L, P in grid(config)
+            for w in config.widths for s in range(config.seeds)]
+    return summarize(config, rows)['claims']
+
+  def estimate_bytes(self, config: Config) -> int:
+    """The runner's memory check at the widest width, plus the logits at every
+    position and their gradient (and the flag checks, which must come before
+    anything is written)."""
+    from src import config as config_lib
+    check(config)
+    values = (config.vocab if config.recall_task == 'mqar'
+              else tasks_lib.recall_vocab(config.vocab)[0])
+    logits = 2 * 4 * config.members * max(2 * config.batch_size, 256) * max(
+        config.lengths) * values
+    return logits + config_lib.estimate_bytes(
+        dataclasses.replace(config, d_model=max(config.widths)))
 
 
 EXPERIMENT = Recall()

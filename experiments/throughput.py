@@ -86,42 +86,12 @@ def context(config: Config) -> dict:
   return {'matmul': matmul}
 
 
-def cells(config: Config) -> list:
-  return [experiment.Cell(f'{m} L={L}', dict(model=m, length=L))
-          for m in config.models for L in config.lengths]
-
-
-def measure_cell(cell, config, context) -> list[dict]:
-  model, length = cell.key['model'], cell.key['length']
-  start = time.perf_counter()
-  ens = ensemble(model, config, length, config.seeds)
-  per_step = time_training(ens, config)
-  flops = costs.counted(model, 'train', length=length,
-                        batch_size=config.batch_size,
-                        d_model=config.d_model, num_filler=config.num_filler,
-                        per_position=False)['flops']
-  seeds = ens.padded  # the work the machine does, padding included
-  return [dict(
-      model=model, length=length, seeds=seeds,
-      batch_size=config.batch_size, steps_per_s=1 / per_step,
-      seqs_per_s=seeds * config.batch_size / per_step,
-      flops_per_step=flops * seeds, flops_per_s=flops * seeds / per_step,
-      peak_fraction=flops * seeds / per_step / context['matmul'],
-      scan_iter_us=1e6 * per_step / (2 * length)  # forward and backward
-      if models_lib.get(model).loops_over_positions else '',
-      compile_s=ens.compile_s, wall_s=time.perf_counter() - start)]
-
-
 def line(cell, rows) -> str:
   row = rows[0]
   return (f'{row["model"]:>9s} L={row["length"]:<4d} '
           f'{row["seqs_per_s"]:9.0f} seq/s {row["flops_per_s"]:.2e} FLOP/s '
           f'({100 * row["peak_fraction"]:.1f}% of matmul)  compile '
           f'{row["compile_s"]:.1f}s')
-
-
-def after_work(config: Config) -> int:
-  return len(config.models)
 
 
 def after(config, rows, context, progress) -> dict:
@@ -170,20 +140,6 @@ def figure(config, summary, rows, context, folder, writer=None):
   plot(config, rows, context['matmul'], folder / FIGURE, writer)
 
 
-def print_table(config, summary) -> None:
-  rows = summary['groups']
-  print('\n' + record.table(
-      [[r['model'], r['length'], f'{float(r["seqs_per_s"]):.0f}',
-        f'{float(r["flops_per_s"]):.2e}',
-        f'{100 * float(r["peak_fraction"]):.2f}%',
-        f'{float(r["scan_iter_us"]):.0f}' if r['scan_iter_us'] else '-',
-        f'{float(r["compile_s"]):.1f}'] for r in rows],
-      ['model', 'L', 'seq/s', 'FLOP/s', 'of matmul', 'us/iter', 'compile s']))
-  print(f'matmul {summary["matmul_flops_per_s"]:.3e} FLOP/s; ensemble '
-        f'speed-up {summary["ensemble_speedup_by_model"]}; compile share '
-        f'{summary["compile_share"]:.0%}')
-
-
 def plot(config, rows, matmul, path, writer=None):
   plt = record.pyplot()
   fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -214,15 +170,11 @@ class Throughput(experiment.Cells):
   name, section, figure_file = 'throughput', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 
-  cells = staticmethod(cells)
-  measure_cell = staticmethod(measure_cell)
 
   def cell_line(self, cell, rows):
     return line(cell, rows)
 
-  after_work = staticmethod(after_work)
   after = staticmethod(after)
-  print_table = staticmethod(print_table)
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.context, folder, writer)
@@ -231,6 +183,47 @@ class Throughput(experiment.Cells):
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.context)
+
+  def cells(self, config: Config) -> list:
+    return [experiment.Cell(f'{m} L={L}', dict(model=m, length=L))
+            for m in config.models for L in config.lengths]
+
+  def measure_cell(self, cell, config, context) -> list[dict]:
+    model, length = cell.key['model'], cell.key['length']
+    start = time.perf_counter()
+    ens = ensemble(model, config, length, config.seeds)
+    per_step = time_training(ens, config)
+    flops = costs.counted(model, 'train', length=length,
+                          batch_size=config.batch_size,
+                          d_model=config.d_model, num_filler=config.num_filler,
+                          per_position=False)['flops']
+    seeds = ens.padded  # the work the machine does, padding included
+    return [dict(
+        model=model, length=length, seeds=seeds,
+        batch_size=config.batch_size, steps_per_s=1 / per_step,
+        seqs_per_s=seeds * config.batch_size / per_step,
+        flops_per_step=flops * seeds, flops_per_s=flops * seeds / per_step,
+        peak_fraction=flops * seeds / per_step / context['matmul'],
+        scan_iter_us=1e6 * per_step / (2 * length)  # forward and backward
+        if models_lib.get(model).loops_over_positions else '',
+        compile_s=ens.compile_s, wall_s=time.perf_counter() - start)]
+
+  def after_work(self, config: Config) -> int:
+    return len(config.models)
+
+  def print_table(self, config, summary) -> None:
+    rows = summary['groups']
+    print('\n' + record.table(
+        [[r['model'], r['length'], f'{float(r["seqs_per_s"]):.0f}',
+          f'{float(r["flops_per_s"]):.2e}',
+          f'{100 * float(r["peak_fraction"]):.2f}%',
+          f'{float(r["scan_iter_us"]):.0f}' if r['scan_iter_us'] else '-',
+          f'{float(r["compile_s"]):.1f}'] for r in rows],
+        ['model', 'L', 'seq/s', 'FLOP/s', 'of matmul', 'us/iter',
+         'compile s']))
+    print(f'matmul {summary["matmul_flops_per_s"]:.3e} FLOP/s; ensemble '
+          f'speed-up {summary["ensemble_speedup_by_model"]}; compile share '
+          f'{summary["compile_share"]:.0%}')
 
 
 EXPERIMENT = Throughput()
