@@ -107,35 +107,6 @@ TAGS = {
 }
 
 
-def on_chunk(group, config, step, probe, writer):
-  """The heat map's new row (kept beside the events, so a resumed run
-  redraws it whole) and the position-0 mass and entropy per class."""
-  if writer is None:
-    return None
-  _History(storage.path(writer.logdir) / 'history.npz').log(
-      step, probe, writer, config)
-  return {f'{key}/{cls}': np.asarray(probe[key])[:, c]
-          for c, cls in enumerate(CLASSES) for key in ('pos0_mass', 'entropy')}
-
-
-def final_scalars(group, config, final):
-  return {f'test/pos0_mass/{cls}': final['pos0_mass'][:, c]
-          for c, cls in enumerate(CLASSES)}
-
-
-def rows(group, final, config, timing) -> list[dict]:
-  return rows_for(group, final, timing.steps, timing.wall_s)
-
-
-def keep(group, ensemble, params, config):
-  """Weights per position and example strings at the end of training, for
-  the figure."""
-  final = ensemble.measure(params, probes.searchlight,
-                           num_examples=config.eval_examples)
-  final['examples'] = ensemble.measure(params, examples, num_examples=16)
-  return final
-
-
 def rows_for(group, final, steps, wall_s) -> list[dict]:
   """results.csv rows of one group from `probes.searchlight`'s per-seed,
   per-class measurements (class axis: label 0 is A, label 1 is B)."""
@@ -441,10 +412,6 @@ class Attention(experiment.Experiment):
   defaults, quick, columns, tags = DEFAULTS, QUICK, COLUMNS, TAGS
   final_test, keeps = False, True
   accepts = staticmethod(accepts)
-  rows = staticmethod(rows)
-  on_chunk = staticmethod(on_chunk)
-  final_scalars = staticmethod(final_scalars)
-  keep = staticmethod(keep)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows)
@@ -498,6 +465,31 @@ class Attention(experiment.Experiment):
             for m in config.models for L in config.lengths
             for s in range(config.seeds) for c in CLASSES]
     return summarize(config, rows)['claims']
+
+  def rows(self, group, final, config, timing) -> list[dict]:
+    return rows_for(group, final, timing.steps, timing.wall_s)
+
+  def on_chunk(self, group, config, step, probe, writer):
+    """The heat map's new row (kept beside the events, so a resumed run
+    redraws it whole) and the position-0 mass and entropy per class."""
+    if writer is None:
+      return None
+    _History(storage.path(writer.logdir) / 'history.npz').log(
+        step, probe, writer, config)
+    return {f'{key}/{cls}': np.asarray(probe[key])[:, c]
+            for c, cls in enumerate(CLASSES) for key in ('pos0_mass', 'entropy')}
+
+  def final_scalars(self, group, config, final):
+    return {f'test/pos0_mass/{cls}': final['pos0_mass'][:, c]
+            for c, cls in enumerate(CLASSES)}
+
+  def keep(self, group, ensemble, params, config):
+    """Weights per position and example strings at the end of training, for
+    the figure."""
+    final = ensemble.measure(params, probes.searchlight,
+                             num_examples=config.eval_examples)
+    final['examples'] = ensemble.measure(params, examples, num_examples=16)
+    return final
 
 
 EXPERIMENT = Attention()

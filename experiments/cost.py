@@ -127,28 +127,6 @@ def _full_attention(config: Config) -> list[str]:
           and spec(m).sequence_outputs]
 
 
-def after(config, rows, context, progress) -> dict:
-  """The price at real widths: the first full-attention model's training
-  step counted by XLA at every --widths d_model over `width_lengths`, and
-  where its L x L term overtakes the rest."""
-  full = _full_attention(config)
-  if not full:
-    return {}
-  model, lengths, widths = full[0], width_lengths(config), {}
-  for D in config.widths:
-    heads = config.num_heads if D % config.num_heads == 0 else 1
-    flops = costs.flops_by_length(
-        model, 'train', lengths, batch_size=config.batch_size, d_model=D,
-        num_heads=heads, num_layers=config.num_layers,
-        num_filler=config.num_filler, learning_rate=config.learning_rate)
-    widths[str(D)] = {'model': model, 'd_model': D, 'num_heads': heads,
-                      'lengths': lengths,
-                      'flops': flops,
-                      **costs.quadratic_crossover(lengths, flops)}
-    progress.update(1, f'{model} d_model {D}')
-  return {'widths': widths}
-
-
 def fourfold_from(price: dict) -> int | None:
   """The shortest length from which every doubling tested costs at least
   FOURFOLD times the one before (None: the last doubling does not)."""
@@ -425,7 +403,6 @@ class Cost(experiment.Cells):
   def cell_line(self, cell, rows):
     return line(cell, rows)
 
-  after = staticmethod(after)
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.context, folder, writer)
@@ -484,6 +461,27 @@ class Cost(experiment.Cells):
       worst = max(worst, spec.activations(L, config.d_model, config.num_heads,
                                           layers))
     return int(4 * 4 * config.batch_size * worst)
+
+  def after(self, config, rows, context, progress) -> dict:
+    """The price at real widths: the first full-attention model's training
+    step counted by XLA at every --widths d_model over `width_lengths`, and
+    where its L x L term overtakes the rest."""
+    full = _full_attention(config)
+    if not full:
+      return {}
+    model, lengths, widths = full[0], width_lengths(config), {}
+    for D in config.widths:
+      heads = config.num_heads if D % config.num_heads == 0 else 1
+      flops = costs.flops_by_length(
+          model, 'train', lengths, batch_size=config.batch_size, d_model=D,
+          num_heads=heads, num_layers=config.num_layers,
+          num_filler=config.num_filler, learning_rate=config.learning_rate)
+      widths[str(D)] = {'model': model, 'd_model': D, 'num_heads': heads,
+                        'lengths': lengths,
+                        'flops': flops,
+                        **costs.quadratic_crossover(lengths, flops)}
+      progress.update(1, f'{model} d_model {D}')
+    return {'widths': widths}
 
 
 EXPERIMENT = Cost()

@@ -111,39 +111,6 @@ TAGS = {
 }
 
 
-def on_chunk(group, config, step, probe, writer):
-  return {f'bridge/{key}': probe[key] for key in (
-      'sensitivity', 'relative_sensitivity', 'pos0_mass') if key in probe}
-
-
-def rows(group, final, config, timing) -> dict:
-  L = group.length
-  return {
-      'results.csv': [
-          dict(model=group.model, length=L, seed=s, phase=phase, step=step,
-               sensitivity=m['sensitivity'][s],
-               pos0_mass=m['pos0_mass'][s] if 'pos0_mass' in m else '',
-               accuracy=m['accuracy'][s],
-               sensitivity_last=m['sensitivity_last'][s],
-               relative_sensitivity=m['relative_sensitivity'][s])
-          for phase, step in (('init', 0), ('trained', timing.steps))
-          for m in (final[phase],) for s in range(config.seeds)],
-      'bridge.csv': [
-          dict(model=group.model, length=L, seed=s, phase=phase, position=t,
-               distance=L - 1 - t, sensitivity=m['profile'][s][t])
-          for phase in ('init', 'trained') for m in (final[phase],)
-          if 'profile' in m for s in range(config.seeds) for t in range(L)]}
-
-
-def line(group, final, config, timing) -> str:
-  init, trained = final['init'], final['trained']
-  return (f'{group.model:>12s} L={group.length:<3d} sensitivity init '
-          f'{np.mean(init["sensitivity"]):.2e}  trained '
-          f'{np.mean(trained["sensitivity"]):.2e}  relative '
-          f'{np.median(trained["relative_sensitivity"]):.3g}'
-          f'  accuracy {np.mean(trained["accuracy"]):.3f}')
-
-
 def summarize(config: Config, rows: list[dict], tables=None) -> dict:
   lengths = sorted(config.lengths)
   out = {'models': {}, 'claims': []}
@@ -446,9 +413,6 @@ class Gradient(experiment.Experiment):
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   tables, tags, final_test = TABLES, TAGS, False
 
-  rows = staticmethod(rows)
-  line = staticmethod(line)
-  on_chunk = staticmethod(on_chunk)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.tables)
@@ -538,6 +502,36 @@ class Gradient(experiment.Experiment):
   def estimate_bytes(self, config: Config) -> int:
     return config_lib.estimate_bytes(dataclasses.replace(
         config, lengths=trained_lengths(config)))
+
+  def rows(self, group, final, config, timing) -> dict:
+    L = group.length
+    return {
+        'results.csv': [
+            dict(model=group.model, length=L, seed=s, phase=phase, step=step,
+                 sensitivity=m['sensitivity'][s],
+                 pos0_mass=m['pos0_mass'][s] if 'pos0_mass' in m else '',
+                 accuracy=m['accuracy'][s],
+                 sensitivity_last=m['sensitivity_last'][s],
+                 relative_sensitivity=m['relative_sensitivity'][s])
+            for phase, step in (('init', 0), ('trained', timing.steps))
+            for m in (final[phase],) for s in range(config.seeds)],
+        'bridge.csv': [
+            dict(model=group.model, length=L, seed=s, phase=phase, position=t,
+                 distance=L - 1 - t, sensitivity=m['profile'][s][t])
+            for phase in ('init', 'trained') for m in (final[phase],)
+            if 'profile' in m for s in range(config.seeds) for t in range(L)]}
+
+  def line(self, group, final, config, timing) -> str:
+    init, trained = final['init'], final['trained']
+    return (f'{group.model:>12s} L={group.length:<3d} sensitivity init '
+            f'{np.mean(init["sensitivity"]):.2e}  trained '
+            f'{np.mean(trained["sensitivity"]):.2e}  relative '
+            f'{np.median(trained["relative_sensitivity"]):.3g}'
+            f'  accuracy {np.mean(trained["accuracy"]):.3f}')
+
+  def on_chunk(self, group, config, step, probe, writer):
+    return {f'bridge/{key}': probe[key] for key in (
+        'sensitivity', 'relative_sensitivity', 'pos0_mass') if key in probe}
 
 
 EXPERIMENT = Gradient()

@@ -121,30 +121,6 @@ TAGS = {
 }
 
 
-def on_chunk(group, config, step, probe, writer):
-  """Each head's weight on the two targets; seed 0's maps as images."""
-  if writer is not None:
-    for h in range(probe['mass_first'].shape[1]):
-      writer.add_image(f'seed0_head{h}', _map_image(
-          probe['maps'][0, :, h], probe['second_position'][0]), step,
-                       dataformats='HWC')
-  return {f'{key}/head{h}': probe[key][:, h]
-          for h in range(probe['mass_first'].shape[1])
-          for key in ('mass_first', 'mass_second')}
-
-
-def rows(group, final, config, timing) -> list[dict]:
-  num_heads = group.hparams['num_heads']
-  return [dict(model=group.model, num_heads=num_heads, length=group.length,
-               seed=s, head=h,
-               mass_first=final['mass_first'][s, h],
-               mass_second=final['mass_second'][s, h],
-               ablated_acc_first=final['ablated_first'][s, h],
-               ablated_acc_second=final['ablated_second'][s, h],
-               accuracy=final['accuracy'][s])
-          for s in range(config.seeds) for h in range(num_heads)]
-
-
 def _map_image(map_NxL, second_N):
   """Strings down, positions across; the second symbol's cell outlined."""
   from matplotlib import colormaps
@@ -277,8 +253,6 @@ class Heads(experiment.Experiment):
   one_length, final_test, keeps = ONE_LENGTH, False, True
   accepts = staticmethod(accepts)
   groups = staticmethod(groups)
-  rows = staticmethod(rows)
-  on_chunk = staticmethod(on_chunk)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows)
@@ -317,6 +291,28 @@ class Heads(experiment.Experiment):
     """The maps and masses of seed 0's heads, for the figure."""
     return ensemble.measure(params, head_roles,
                             num_examples=config.eval_examples)
+
+  def rows(self, group, final, config, timing) -> list[dict]:
+    num_heads = group.hparams['num_heads']
+    return [dict(model=group.model, num_heads=num_heads, length=group.length,
+                 seed=s, head=h,
+                 mass_first=final['mass_first'][s, h],
+                 mass_second=final['mass_second'][s, h],
+                 ablated_acc_first=final['ablated_first'][s, h],
+                 ablated_acc_second=final['ablated_second'][s, h],
+                 accuracy=final['accuracy'][s])
+            for s in range(config.seeds) for h in range(num_heads)]
+
+  def on_chunk(self, group, config, step, probe, writer):
+    """Each head's weight on the two targets; seed 0's maps as images."""
+    if writer is not None:
+      for h in range(probe['mass_first'].shape[1]):
+        writer.add_image(f'seed0_head{h}', _map_image(
+            probe['maps'][0, :, h], probe['second_position'][0]), step,
+                         dataformats='HWC')
+    return {f'{key}/head{h}': probe[key][:, h]
+            for h in range(probe['mass_first'].shape[1])
+            for key in ('mass_first', 'mass_second')}
 
 
 EXPERIMENT = Heads()

@@ -146,50 +146,11 @@ TAGS = {
 }
 
 
-def on_chunk(group, config, step, probe, writer):
-  if not models_lib.get(group.model).has_attention:
-    return None
-  return {f'{role}/layer{layer}_head{h}': probe[key][:, layer, h]
-          for layer in range(group.hparams['num_layers'])
-          for h in range(config.num_heads)
-          for role, key in (('prev_token', 'prev_token'),
-                            ('induction', 'induction'))}
-
-
 def test_lengths(config, length):
   """The lengths a model that reads any length is tested at: --test_lengths,
   else LONGER times the training length."""
   return [n for n in (config.test_lengths or [k * length for k in LONGER])
           if n != length]
-
-
-def rows(group, final, config, timing) -> dict:
-  model, depth, length = (group.model, group.hparams['num_layers'],
-                          group.length)
-  heads = []
-  if models_lib.get(model).has_attention:
-    heads = [dict(model=model, num_layers=depth, length=length, seed=s,
-                  layer=layer, head=h,
-                  prev_token_score=final['prev_token'][s, layer, h],
-                  induction_score=final['induction'][s, layer, h])
-             for s in range(config.seeds) for layer in range(depth)
-             for h in range(config.num_heads)]
-  longer = [dict(model=model, num_layers=depth, length=length, seed=s,
-                 test_length=n, accuracy=final[f'accuracy_at_{n}'][s])
-            for n in test_lengths(config, length)
-            if f'accuracy_at_{n}' in final for s in range(config.seeds)]
-  return {'heads.csv': heads, 'extrapolation.csv': longer,
-          'results.csv': [dict(model=model, num_layers=depth, length=length,
-                               seed=s, accuracy=final['accuracy'][s])
-                          for s in range(config.seeds)]}
-
-
-def keep(group, ensemble, params, config):
-  """Seed 0's maps of one string, for the figure (attention stacks)."""
-  if not models_lib.get(group.model).has_attention:
-    return None
-  return ensemble.measure(params, head_scores,
-                          num_examples=config.eval_examples)
 
 
 def summarize(config: Config, rows, tables, curves=None) -> dict:
@@ -439,9 +400,6 @@ class Induction(experiment.Experiment):
                                                  False, True)
 
   groups = staticmethod(groups)
-  rows = staticmethod(rows)
-  on_chunk = staticmethod(on_chunk)
-  keep = staticmethod(keep)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.tables, data.curves)
@@ -491,6 +449,42 @@ class Induction(experiment.Experiment):
         for m in config.models
         for d in (config.depths if models_lib.get(m).layered else (1,))}
     return claims(config, per_seed)
+
+  def rows(self, group, final, config, timing) -> dict:
+    model, depth, length = (group.model, group.hparams['num_layers'],
+                            group.length)
+    heads = []
+    if models_lib.get(model).has_attention:
+      heads = [dict(model=model, num_layers=depth, length=length, seed=s,
+                    layer=layer, head=h,
+                    prev_token_score=final['prev_token'][s, layer, h],
+                    induction_score=final['induction'][s, layer, h])
+               for s in range(config.seeds) for layer in range(depth)
+               for h in range(config.num_heads)]
+    longer = [dict(model=model, num_layers=depth, length=length, seed=s,
+                   test_length=n, accuracy=final[f'accuracy_at_{n}'][s])
+              for n in test_lengths(config, length)
+              if f'accuracy_at_{n}' in final for s in range(config.seeds)]
+    return {'heads.csv': heads, 'extrapolation.csv': longer,
+            'results.csv': [dict(model=model, num_layers=depth, length=length,
+                                 seed=s, accuracy=final['accuracy'][s])
+                            for s in range(config.seeds)]}
+
+  def on_chunk(self, group, config, step, probe, writer):
+    if not models_lib.get(group.model).has_attention:
+      return None
+    return {f'{role}/layer{layer}_head{h}': probe[key][:, layer, h]
+            for layer in range(group.hparams['num_layers'])
+            for h in range(config.num_heads)
+            for role, key in (('prev_token', 'prev_token'),
+                              ('induction', 'induction'))}
+
+  def keep(self, group, ensemble, params, config):
+    """Seed 0's maps of one string, for the figure (attention stacks)."""
+    if not models_lib.get(group.model).has_attention:
+      return None
+    return ensemble.measure(params, head_scores,
+                            num_examples=config.eval_examples)
 
 
 EXPERIMENT = Induction()

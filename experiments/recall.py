@@ -151,39 +151,6 @@ def group_name(model, length, pairs, width) -> str:
   return f'{model}_d{width:03d}_P{pairs:02d}_L{length:03d}'
 
 
-def groups(config: Config) -> list:
-  check(config)
-  # Zoology's models read the whole vocabulary through a head tied to the
-  # embeddings (zoology/model.py's lm_head): with its task, so do these.
-  tied = {'tied_head': True} if config.recall_task == 'mqar' else {}
-  return [experiment.group(
-      m, L, name=group_name(m, L, P, w), task=config.recall_task,
-      task_params=task_params(config, P),
-      key=dict(model=m, length=L, num_pairs=P, d_model=w),
-      work_scale=w / 32 * layers_of(m, config), d_model=w, num_pairs=P,
-      **tied)
-          for m in config.models for L, P in grid(config)
-          for w in config.widths]
-
-
-def rows(group, final, config, timing) -> list[dict]:
-  d, P = group.hparams['d_model'], group.hparams['num_pairs']
-  return [dict(model=group.model, length=group.length, num_pairs=P,
-               d_model=d, num_layers=layers_of(group.model, config), seed=s,
-               accuracy=final['accuracy'][s], loss=final['loss'][s],
-               state_floats=state_floats(group.model, group.length, d,
-                                         config),
-               steps=timing.steps, wall_s=timing.wall_s,
-               compile_s=timing.compile_s, num_params=timing.num_params,
-               diverged=bool(timing.diverged[s]))
-          for s in range(config.seeds)]
-
-
-def line(group, final, config, timing) -> str:
-  return (f'{group.name}: query accuracy {final["accuracy"].mean():.3f} '
-          '(seeds ' + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
-
-
 # -- summary and claims --------------------------------------------------------
 
 def accuracy_table(rows) -> dict:
@@ -447,9 +414,6 @@ class Recall(experiment.Experiment):
   name, section, figure_file = 'recall', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   accepts = staticmethod(accepts)
-  groups = staticmethod(groups)
-  rows = staticmethod(rows)
-  line = staticmethod(line)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.curves)
@@ -497,6 +461,36 @@ class Recall(experiment.Experiment):
         config.lengths) * values
     return logits + config_lib.estimate_bytes(
         dataclasses.replace(config, d_model=max(config.widths)))
+
+  def groups(self, config: Config) -> list:
+    check(config)
+    # Zoology's models read the whole vocabulary through a head tied to the
+    # embeddings (zoology/model.py's lm_head): with its task, so do these.
+    tied = {'tied_head': True} if config.recall_task == 'mqar' else {}
+    return [experiment.group(
+        m, L, name=group_name(m, L, P, w), task=config.recall_task,
+        task_params=task_params(config, P),
+        key=dict(model=m, length=L, num_pairs=P, d_model=w),
+        work_scale=w / 32 * layers_of(m, config), d_model=w, num_pairs=P,
+        **tied)
+            for m in config.models for L, P in grid(config)
+            for w in config.widths]
+
+  def rows(self, group, final, config, timing) -> list[dict]:
+    d, P = group.hparams['d_model'], group.hparams['num_pairs']
+    return [dict(model=group.model, length=group.length, num_pairs=P,
+                 d_model=d, num_layers=layers_of(group.model, config), seed=s,
+                 accuracy=final['accuracy'][s], loss=final['loss'][s],
+                 state_floats=state_floats(group.model, group.length, d,
+                                           config),
+                 steps=timing.steps, wall_s=timing.wall_s,
+                 compile_s=timing.compile_s, num_params=timing.num_params,
+                 diverged=bool(timing.diverged[s]))
+            for s in range(config.seeds)]
+
+  def line(self, group, final, config, timing) -> str:
+    return (f'{group.name}: query accuracy {final["accuracy"].mean():.3f} '
+            '(seeds ' + ' '.join(f'{a:.3f}' for a in final['accuracy']) + ')')
 
 
 EXPERIMENT = Recall()

@@ -79,37 +79,12 @@ def time_training(ens, config):
   return (time.perf_counter() - start) / (step - chunk)
 
 
-def context(config: Config) -> dict:
-  matmul = costs.matmul_flops_per_s()
-  print(f'float32 matmul rate on this machine: {matmul:.3e} FLOP/s',
-        flush=True)
-  return {'matmul': matmul}
-
-
 def line(cell, rows) -> str:
   row = rows[0]
   return (f'{row["model"]:>9s} L={row["length"]:<4d} '
           f'{row["seqs_per_s"]:9.0f} seq/s {row["flops_per_s"]:.2e} FLOP/s '
           f'({100 * row["peak_fraction"]:.1f}% of matmul)  compile '
           f'{row["compile_s"]:.1f}s')
-
-
-def after(config, rows, context, progress) -> dict:
-  """Each model's ensemble against its seeds one after another."""
-  speedups = {}
-  for model in config.models:
-    together = time_training(
-        ensemble(model, config, ENSEMBLE_LENGTH, ENSEMBLE_SEEDS), config)
-    # One seed as a user would train it alone: a plain one-device program
-    # (no padding seeds), with the whole machine's intra-op threads.
-    alone = time_training(
-        ensemble(model, config, ENSEMBLE_LENGTH, 1, min_local_seeds=1,
-                 mesh=train_lib.seed_mesh(jax.local_devices()[:1])), config)
-    speedups[model] = ENSEMBLE_SEEDS * alone / together
-    progress.say(f'{model}: {ENSEMBLE_SEEDS} seeds on the vmap axis '
-                 f'{speedups[model]:.1f}x faster than one after another')
-    progress.update(1, f'ensemble {model}')
-  return {'speedups': speedups}
 
 
 def summarize(config, rows, context) -> dict:
@@ -174,12 +149,10 @@ class Throughput(experiment.Cells):
   def cell_line(self, cell, rows):
     return line(cell, rows)
 
-  after = staticmethod(after)
 
   def figure(self, config, summary, rows, data, folder, writer):
     figure(config, summary, rows, data.context, folder, writer)
 
-  context = staticmethod(context)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.context)
@@ -224,6 +197,29 @@ class Throughput(experiment.Cells):
     print(f'matmul {summary["matmul_flops_per_s"]:.3e} FLOP/s; ensemble '
           f'speed-up {summary["ensemble_speedup_by_model"]}; compile share '
           f'{summary["compile_share"]:.0%}')
+
+  def after(self, config, rows, context, progress) -> dict:
+    """Each model's ensemble against its seeds one after another."""
+    speedups = {}
+    for model in config.models:
+      together = time_training(
+          ensemble(model, config, ENSEMBLE_LENGTH, ENSEMBLE_SEEDS), config)
+      # One seed as a user would train it alone: a plain one-device program
+      # (no padding seeds), with the whole machine's intra-op threads.
+      alone = time_training(
+          ensemble(model, config, ENSEMBLE_LENGTH, 1, min_local_seeds=1,
+                   mesh=train_lib.seed_mesh(jax.local_devices()[:1])), config)
+      speedups[model] = ENSEMBLE_SEEDS * alone / together
+      progress.say(f'{model}: {ENSEMBLE_SEEDS} seeds on the vmap axis '
+                   f'{speedups[model]:.1f}x faster than one after another')
+      progress.update(1, f'ensemble {model}')
+    return {'speedups': speedups}
+
+  def context(self, config: Config) -> dict:
+    matmul = costs.matmul_flops_per_s()
+    print(f'float32 matmul rate on this machine: {matmul:.3e} FLOP/s',
+          flush=True)
+    return {'matmul': matmul}
 
 
 EXPERIMENT = Throughput()
