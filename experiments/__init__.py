@@ -3,12 +3,12 @@ what it measures and claims; `src/experiment.py`'s runner does the rest. A
 new experiment is one file here and its name in EXPERIMENTS (or, from a
 test or a notebook, `register`).
 
-Imported lazily by name, so `run.py --help` and flag checks stay fast.
+Each is imported by name (`load`); run.py imports them all, since their
+config classes say which flags exist.
 """
 
 import dataclasses
 import importlib
-
 
 EXPERIMENTS = ('distance', 'gating', 'attention', 'gradient', 'cost', 'heads',
                'induction', 'budget', 'throughput', 'routing', 'recall',

@@ -6,8 +6,8 @@ An experiment (`experiments/<name>.py`) is an `Experiment` subclass (or a
 instance the module's EXPERIMENT. It says its name and REPORT.md section,
 its config (an instance of its config class, whose fields are its flags,
 and the CPU-fast variant), its groups (`group(...)`, below), what it
-measures of a trained group, its rows and its claims; the methods the base class gives (measure, on_chunk, rows, ...) are
-its defaults. The runner calls only those methods, so a reader can follow
+measures of a trained group, its rows and its claims; the methods the base
+class gives (measure, on_chunk, rows, ...) are its defaults. The runner calls only those methods, so a reader can follow
 every call from `run` into the experiment.
 
 The runner, in one place and in this order: skips what is finished (a group
@@ -236,9 +236,9 @@ class Measured:
 
 class Experiment(abc.ABC):
   """One `--exp`: what it measures and claims. Required: `name`, `defaults`
-  (an instance of its config class), `quick`, and `summarize`; the rest have defaults here: a group
-  per model and length on the memory task with `probe`, results.csv rows
-  of the final test per seed, no figure."""
+  (an instance of its config class), `quick`, and `summarize`; the rest
+  have defaults here: a group per model and length on the memory task with
+  `probe`, results.csv rows of the final test per seed, no figure."""
   name: str = ''
   section: str = ''  # its REPORT.md section
   figure_file: str = ''  # its figure, in the workdir
