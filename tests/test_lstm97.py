@@ -143,12 +143,16 @@ def test_the_error_at_the_end_only_is_the_last_symbol_of_the_same_strings():
       jax.tree.map(np.asarray, lstm97.criterion(model, tokens, end)))
 
 
-def test_the_end_only_variant_says_it_is_not_the_papers(tmp_path):
-  run, rows, summary = helpers.run_ok(
-      tmp_path, 'lstm97', '--lengths=5', '--seeds=2', '--steps=200',
-      '--chunk_steps=100', '--checkpoint_every=200', '--eval_examples=64',
-      '--targets=end')
-  (claim,) = summary['claims']
-  assert "not the paper's setting" in claim['claim']
-  assert (claim['model'], claim['length'], claim['targets']) == (
-      'lstm97', 5, 'end')
+def test_the_end_only_variant_says_it_is_not_the_papers():
+  config = dataclasses.replace(lstm97.DEFAULTS, targets='end')
+  group, = lstm97.EXPERIMENT.groups(config)
+  assert group.task_params == {'random_middle': True, 'targets': 'end'}
+  default, = lstm97.EXPERIMENT.groups(lstm97.DEFAULTS)
+  assert default.task_params == {'random_middle': True}
+  claim = lstm97.trial_claim('lstm97', 100, [True] * 18, config)
+  assert "not the paper's setting" in claim.sentence
+  assert claim.setting == {'model': 'lstm97', 'length': 100,
+                           'targets': 'end'}
+  claim = lstm97.trial_claim('lstm97', 100, [True] * 18, lstm97.DEFAULTS)
+  assert "not the paper's" not in claim.sentence and 'targets' not in (
+      claim.setting)
