@@ -25,7 +25,6 @@ import dataclasses
 
 import numpy as np
 
-from src import experiment
 from src import claims as claims_lib
 from src import memory
 from src import models as models_lib
@@ -57,15 +56,10 @@ SECTION, FIGURE = '2. Distance: wall or budget?', 'budget.png'  # in REPORT.md
 COLUMNS = memory.BUDGET_COLUMNS
 
 
-class Budget(experiment.Experiment):
+class Budget(memory.BudgetExperiment):
   """Wall or budget: a limit more training does not move."""
   name, section, figure_file = 'budget', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
-  rows = staticmethod(memory.rows)
-  line = staticmethod(memory.budget_line)
-
-  def groups(self, config):
-    return memory.groups(config, budgets=True)
 
   def planned_claims(self, config):
     """The wall claim of each recurrent model, on the fewest seeds L* may

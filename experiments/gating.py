@@ -29,7 +29,6 @@ import dataclasses
 
 import numpy as np
 
-from src import experiment
 from src import claims as claims_lib
 from src import memory
 from src import models as models_lib
@@ -65,17 +64,10 @@ FIGURE = 'gating.png'
 COLUMNS = memory.BUDGET_COLUMNS
 
 
-class Gating(experiment.Experiment):
+class Gating(memory.BudgetExperiment):
   """Gating at its best: per initialisation, rate and budget."""
   name, section, figure_file = 'gating', SECTION, FIGURE
-
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
-
-  rows = staticmethod(memory.rows)
-  line = staticmethod(memory.budget_line)
-
-  def groups(self, config):
-    return memory.groups(config, budgets=True)
 
   def planned_claims(self, config):
     """Its claims (gated against plain, the plain nets giving way) on

@@ -432,3 +432,14 @@ def limit_is_a_wall(rows, curves, model: str, lengths, budgets,
                  start_budget=start,
                  escape_bound=stats.rate_upper_bound(
                      len(stuck) - sum(stayed), len(stuck))))
+
+
+class BudgetExperiment(experiment.Experiment):
+  """An experiment tested after each of several budgets (gating, budget):
+  every model at every length, one run per group to the largest budget,
+  rows of the test after each."""
+  rows = staticmethod(rows)
+  line = staticmethod(budget_line)
+
+  def groups(self, config):
+    return groups(config, budgets=True)
