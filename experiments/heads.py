@@ -36,15 +36,10 @@ from src.config import Config
 
 @dataclasses.dataclass(frozen=True)
 class HeadsConfig(Config):
-  heads: tuple[int, ...] = config_lib.counts(
-      (1, 2, 4), 'head counts compared',
-      f'{config_lib.COUNTS}, each dividing --d_model')
+  heads: tuple[int, ...] = config_lib.head_counts(
+      (1, 2, 4), 'head counts compared')
   # One layer of --heads heads on its two-symbol task.
   fixed = ('num_heads', 'num_layers', 'chrono_horizon', 'decoys')
-
-  def check(self):
-    super().check()
-    config_lib.check_divides('heads', self.heads, self.d_model)
 
 
 DEFAULTS = HeadsConfig(

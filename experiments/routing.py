@@ -54,14 +54,9 @@ from src.config import Config
 
 @dataclasses.dataclass(frozen=True)
 class RoutingConfig(Config):
-  heads: tuple[int, ...] = config_lib.counts(
-      (1, 2, 4), 'head counts of the attention stacks compared',
-      f'{config_lib.COUNTS}, each dividing --d_model')
+  heads: tuple[int, ...] = config_lib.head_counts(
+      (1, 2, 4), 'head counts of the attention stacks compared')
   fixed = ('num_heads', 'decoys')  # heads from --heads; its own tasks
-
-  def check(self):
-    super().check()
-    config_lib.check_divides('heads', self.heads, self.d_model)
 
 
 DEFAULTS = RoutingConfig(

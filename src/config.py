@@ -21,14 +21,16 @@ class ConfigError(ValueError):
   """Bad user input: the message is one line naming the flag."""
 
 
-def field(default, doc, syntax=None, parse=None, *, defines_run=True):
+def field(default, doc, syntax=None, parse=None, *, defines_run=True,
+          divides_width=False):
   """A config field: `doc` its help; a field with `parse` is also a flag,
   `--NAME`, taking `syntax` (for --help and errors) and parsed by
   `parse(flag, text, context)`; `defines_run=False` for fields that never
-  change results (they may differ when a run is resumed)."""
+  change results (they may differ when a run is resumed);
+  `divides_width`: a head count (or counts) that must divide --d_model."""
   return dataclasses.field(default=default, metadata={
       'doc': doc, 'syntax': syntax, 'parse': parse,
-      'defines_run': defines_run})
+      'defines_run': defines_run, 'divides_width': divides_width})
 
 
 COUNT, COUNTS = 'an integer >= 1', 'a comma list of distinct integers >= 1'
@@ -44,6 +46,13 @@ def counts(default, doc, syntax=COUNTS):
   """A field flag taking distinct integers >= 1."""
   return field(default, doc, syntax, lambda flag, text, context: _int_list(
       flag, text, 1))
+
+
+def head_counts(default, doc):
+  """A field flag taking distinct head counts, each dividing --d_model."""
+  return field(default, doc, f'{COUNTS}, each dividing --d_model',
+               lambda flag, text, context: _int_list(flag, text, 1),
+               divides_width=True)
 
 
 def integer(default, doc, minimum):
@@ -93,9 +102,8 @@ class Config:
       lambda flag, text, context: _int_list(flag, text,
                                             context['min_length']))
   seeds: int = count(4, 'seeds per group, trained at once on a vmap axis')
-  seed: int = field(0, 'base seed; seed i of a group uses fold_in(seed, i)',
-                    'an integer >= 0',
-                    lambda flag, text, context: _int(flag, text, minimum=0))
+  seed: int = integer(0, 'base seed; seed i of a group uses fold_in(seed, '
+                      'i)', 0)
   steps: int = count(1000, 'training steps per group (Adam, fresh strings)')
   batch_size: int = count(64, 'strings per training step per seed')
   learning_rate: float = field(
@@ -110,7 +118,8 @@ class Config:
   d_model: int = count(32, 'width shared by every model (embedding, state)')
   num_heads: int = field(1, 'attention heads per layer',
                          f'{COUNT} dividing --d_model',
-                         lambda flag, text, context: _int(flag, text))
+                         lambda flag, text, context: _int(flag, text),
+                         divides_width=True)
   num_layers: int = count(1, 'attention layers')
   chrono_horizon: int = field(
       0, "chrono's T_max, the same at every length of a sweep (chrono "
@@ -159,10 +168,15 @@ class Config:
                  and f.name not in cls.fixed)
 
   def check(self) -> None:
-    """Checks between fields; raises ConfigError. A subclass adds its own."""
-    if 'num_heads' in self.flags() and self.d_model % self.num_heads:
-      raise ConfigError(f'--num_heads: must divide --d_model={self.d_model}, '
-                        f'got {self.num_heads}')
+    """Checks between fields; raises ConfigError. A subclass may add its
+    own. Every head count it takes as a flag divides --d_model."""
+    for f in dataclasses.fields(self):
+      if f.metadata.get('divides_width') and f.name in self.flags():
+        value = getattr(self, f.name)
+        for h in value if isinstance(value, tuple) else (value,):
+          if self.d_model % h:
+            raise ConfigError(f'--{f.name}: must divide --d_model='
+                              f'{self.d_model}, got {h}')
 
   @property
   def rates(self) -> tuple[float, ...]:
@@ -194,13 +208,6 @@ class Config:
 TRAINING_ONLY = ('learning_rates', 'decoys', 'optimizer', 'weight_decay',
                  'schedule', 'train_strings', 'early_stop', 'eval_examples',
                  'checkpoint_every')
-
-
-def check_divides(flag: str, counts_, d_model: int) -> None:
-  """Every head count in `counts_` divides `d_model`, else one line."""
-  for h in counts_:
-    if d_model % h:
-      raise ConfigError(f'--{flag}: must divide --d_model={d_model}, got {h}')
 
 
 # -- parsing ------------------------------------------------------------------
