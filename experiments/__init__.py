@@ -35,12 +35,6 @@ def load(name: str):
   return importlib.import_module(f'experiments.{name}').EXPERIMENT
 
 
-def fields(name: str) -> tuple[str, ...]:
-  """The config field flags `--exp=NAME` accepts (for an experiment made of
-  parts, `all`, its own and its parts')."""
-  return load(name).fields
-
-
 def flag_fields() -> dict:
   """{name: dataclass field} of every experiment's field flags: what run.py
   defines. A name two experiments declare takes the same syntax in both."""
