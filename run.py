@@ -51,6 +51,11 @@ flags.DEFINE_integer('cpu_devices', None,
                      'seed axis is split over them, one program per core); '
                      'default: $JAX_NUM_CPU_DEVICES, else one per core, at most '
                      f'{launch.MAX_AUTO_CPU_DEVICES}')
+flags.DEFINE_bool('nondeterministic', False,
+                  "on a GPU, leave XLA's deterministic ops off: faster, but "
+                  'two runs of the same flags may differ (default: on '
+                  'wherever a GPU may be used; a CPU run is deterministic '
+                  'either way)')
 flags.DEFINE_bool('quick', False,
                   "the experiment's CPU-fast variant: a first look in a "
                   'fraction of the time')
@@ -138,8 +143,9 @@ def usage() -> str:
            "experiment's, as --print_config shows):"]
   first = ('exp', 'workdir', 'checkpoint_dir', 'quick', 'overwrite',
            'print_config', 'only_check_args', 'flagfile')
-  last = ('compilation_cache_dir', 'cpu_devices', 'coordinator_address',
-          'num_processes', 'process_id', 'distributed', 'verbosity')
+  last = ('compilation_cache_dir', 'nondeterministic', 'cpu_devices',
+          'coordinator_address', 'num_processes', 'process_id',
+          'distributed', 'verbosity')
   shared = config_lib.Config.flags()
   for name in first + shared + last:
     lines.append(_flag_help(name, FIELDS.get(name)))

@@ -174,9 +174,9 @@ COLUMNS = ['experiment', 'claim', 'verdict', 'measured', 'kind', 'test',
 
 # Flags every part takes from the parent as the user gave them, beside the
 # config field flags it reads.
-PASSED = ('quick', 'compilation_cache_dir', 'cpu_devices',
-          'coordinator_address', 'num_processes', 'process_id', 'distributed',
-          'verbosity')
+PASSED = ('quick', 'compilation_cache_dir', 'nondeterministic',
+          'cpu_devices', 'coordinator_address', 'num_processes', 'process_id',
+          'distributed', 'verbosity')
 
 
 def passthrough(part: str, flags) -> list[str]:

@@ -12,6 +12,7 @@ import re
 import sys
 
 from src import config as config_lib
+from src import determinism as determinism_lib
 from src import models as models_lib
 from src import provenance
 from src import rundir
@@ -21,7 +22,8 @@ MAX_AUTO_CPU_DEVICES = 8  # past this, padding seeds outweigh the idle cores
 # The run flags (run.py defines them); every other flag is a config field.
 RUN_FLAGS = ('exp', 'workdir', 'checkpoint_dir', 'compilation_cache_dir',
              'coordinator_address', 'num_processes', 'process_id',
-             'distributed', 'cpu_devices', 'quick', 'overwrite')
+             'distributed', 'cpu_devices', 'quick', 'overwrite',
+             'nondeterministic')
 
 
 @dataclasses.dataclass
@@ -257,12 +259,13 @@ def warn_power(plan: Plan) -> None:
             if plan.parts else warning, flush=True)
 
 
-def run_provenance(flags: Flags, devices=None, process_count=None) -> dict:
+def run_provenance(flags: Flags, devices=None, process_count=None,
+                   determinism=None) -> dict:
   return provenance.collect(
       flags={name: flags.values[name]
              for name in RUN_FLAGS + flags.field_names},
       flag_sources=flags.sources, flagfiles=flags.flagfiles, devices=devices,
-      process_count=process_count)
+      process_count=process_count, determinism=determinism)
 
 
 def use_compilation_cache(folder) -> None:
@@ -281,6 +284,8 @@ def run(plan: Plan, flags: Flags) -> None:
   from src import experiment
   if isinstance(plan.experiment, experiment.Composite):
     return run_parent(plan, flags)
+  # Before the backend starts: XLA reads XLA_FLAGS once, as it starts.
+  determinism = determinism_lib.configure(flags.nondeterministic)
   import jax
   from src import checkpoint as checkpoint_lib
   from src import distributed
@@ -304,7 +309,8 @@ def run(plan: Plan, flags: Flags) -> None:
     warn_power(plan)
   stop = checkpoint_lib.StopRequest()
   stop.install()
-  extra = {'provenance': run_provenance(flags, devices, jax.process_count())}
+  extra = {'provenance': run_provenance(flags, devices, jax.process_count(),
+                                        determinism)}
   try:
     with rundir.RunDir(plan.workdir, plan.checkpoint_dir,
                        is_writer=distributed.is_writer()).open(

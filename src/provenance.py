@@ -75,10 +75,12 @@ def cpu() -> str:
 
 
 def collect(*, flags: dict, flag_sources: dict, flagfiles: dict,
-            devices=None, process_count: int | None = None) -> dict:
+            devices=None, process_count: int | None = None,
+            determinism: dict | None = None) -> dict:
   """The provenance block of config.json: `flags` every flag's value,
   `flag_sources` where each given one came from, `flagfiles` their text;
-  `devices` the JAX devices (None where no backend was started)."""
+  `devices` the JAX devices (None where no backend was started);
+  `determinism` what `determinism.configure` set (None: nothing asked)."""
   return {
       'git': git(),
       'versions': versions(),
@@ -90,6 +92,7 @@ def collect(*, flags: dict, flag_sources: dict, flagfiles: dict,
       'device_kind': None if not devices else devices[0].device_kind,
       'process_count': process_count,
       'environment': _ENVIRONMENT_AT_IMPORT,
+      'determinism': determinism,
       'flags': flags,
       'flag_sources': flag_sources,
       'flagfiles': flagfiles,
