@@ -83,7 +83,7 @@ def test_readme_is_a_manual():
   assert headings == [
       'Two commands', 'What you will see', "The lesson's scorecard",
       'TensorBoard', 'The experiments', 'Flags', 'Outputs', 'Nothing lost',
-      'Cloud TPU', 'Extending it']
+      'Accelerators', 'Extending it']
   assert not re.search(r'20[0-9]{2}-[01][0-9]-[0-3][0-9]|\bissue [0-9]|'
                        r'\b[0-9a-f]{7,40}\b', text)
   for target in re.findall(r'\]\(([^)#]+)[)#]', text):
