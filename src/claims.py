@@ -5,9 +5,9 @@ the verdict its kind's test gives.
 The kind decides the test (each direction one-sided at stats.ALPHA, Holm
 within the family: `judge`):
 
-  threshold      "over 90% of the weight": the per-seed values against the
-                 threshold, exact Wilcoxon signed-rank test (Wilcoxon 1945)
-                 of value - threshold, midranks for ties, zeros dropped.
+  threshold      "over 90% of the weight" (in most seeds: the median): the
+                 seeds past the threshold against those short of it, exact
+                 sign test (Dixon & Mood 1946); a seed at it is no evidence.
   reliability    "stays at 100% at every distance": the share of seeds that
                  do it against a rate declared before the run, exact
                  binomial test (the one-sided Clopper-Pearson bound, 1934).
@@ -19,11 +19,12 @@ within the family: `judge`):
                  loss and accuracy stopped moving, at the best rate of a
                  grid; a seed above the null (capability's test) is did not
                  hold; anything else inconclusive.
-  comparison     "carries further than": paired per seed; a tie is not a
-                 win (no difference is evidence against "further"); exact
-                 binomial test of the wins against 1/2. Ties at the grid's
-                 ceiling are censored: the verdict must come out the same
-                 whichever way they would resolve, else inconclusive.
+  comparison     "carries further than": paired per seed, decided on the
+                 pairs that differ (a tie is no evidence either way): exact
+                 sign test, McNemar's for solved or not. Pairs tied at the
+                 grid's ceiling are censored: counted against each
+                 direction in turn. "As far as" (`at_least`): non-
+                 inferiority, the share of seeds behind below AS_FAR_MARGIN.
   shape          "dies away exponentially": per seed, whether the fit shows
                  the shape; exact binomial test of the count against 1/2.
 
@@ -50,15 +51,18 @@ RELIABLE_RATE = 0.8
 # "Cannot": every seed within this of the null at most (a seed that routing
 # alone would put at 0.75 may not reach 0.80).
 IMPOSSIBLE_MARGIN = 0.05
+# "As far as" (non-inferiority): held when the share of seeds that fall
+# behind is below this (the upper 95% bound on it), as "always" allows one
+# seed in five to fail.
+AS_FAR_MARGIN = 1 - RELIABLE_RATE
 
 # The effects the power plan assumes, one per kind, fixed before any run.
 EFFECTS = {
-    THRESHOLD: 'per-seed values one standard deviation past the threshold '
-               '(normal)',
+    THRESHOLD: 'past the threshold in 4 seeds of 5',
     RELIABILITY: 'a true rate of 0.98 (one seed in 50 fails)',
     CAPABILITY: 'half the seeds succeed',
     IMPOSSIBILITY: 'every seed at the null, trained out',
-    COMPARISON: 'the first ahead in 4 seeds of 5',
+    COMPARISON: 'the first ahead in 4 seeds of 5, behind in the fifth',
     SHAPE: 'the shape in 9 seeds of 10',
 }
 POWER_WANTED = 0.8
@@ -123,39 +127,28 @@ def _jsonable(x):
 
 # -- the tests, one per kind ---------------------------------------------------------
 
-def signed_rank(d, alternative: str) -> float:
-  """Exact one-sided Wilcoxon signed-rank test of the differences `d` (median
-  0 under the null): 'greater' asks whether they tend to be positive. Zeros
-  are dropped; tied magnitudes get midranks, the null distribution counted
-  exactly over the 2^n sign patterns (on doubled ranks, integers)."""
-  d = np.asarray(d, float)
-  d = d[np.isfinite(d) & (d != 0)]
-  n = d.size
-  if n == 0:
-    return 1.0
-  ranks = np.rint(2 * stats.sps().rankdata(np.abs(d))).astype(int)
-  count = np.zeros(int(ranks.sum()) + 1)
-  count[0] = 1.0
-  for r in ranks:  # the number of sign patterns per positive-rank sum
-    count[r:] = count[r:] + count[:-r].copy() if r else count[r:]
-  w = int(ranks[d > 0].sum())
-  total = 2.0 ** n
-  if alternative == 'greater':
-    return float(count[w:].sum() / total)
-  return float(count[:w + 1].sum() / total)
+def sign_counts(values, threshold: float, above: bool = True) -> tuple:
+  """(above, below) the threshold, in the claim's direction; a value at the
+  threshold is neither (no evidence either way)."""
+  v = np.asarray(values, float)
+  v = v[np.isfinite(v)]
+  over, under = int(np.sum(v > threshold)), int(np.sum(v < threshold))
+  return (over, under) if above else (under, over)
 
 
 def _threshold(c: Claim) -> dict:
+  """"In most seeds over t": the median. Exact sign test of the seeds past
+  the threshold against the seeds short of it (Dixon & Mood 1946), one-
+  sided each way; exact whatever the values' shape (bimodal, bounded)."""
   e = c.evidence
-  values = np.asarray(e['values'], float)
-  sign = 1 if e.get('above', True) else -1
-  d = sign * (values - e['threshold'])
-  held, refuted = signed_rank(d, 'greater'), signed_rank(d, 'less')
-  n = int(np.sum(np.isfinite(d) & (d != 0)))
-  return dict(test='exact Wilcoxon signed-rank test of the per-seed values '
-                   f'against {e["threshold"]:g}, one-sided each way',
-              p_held=held, p_not=refuted, p_min_held=0.5 ** n,
-              p_min_not=0.5 ** n)
+  k, m = sign_counts(e['values'], e['threshold'], e.get('above', True))
+  n = k + m
+  return dict(test='exact sign test of the median: the seeds past '
+                   f'{e["threshold"]:g} against those short of it, one-'
+                   'sided each way (seeds at it dropped)',
+              p_held=stats.binomial(k, n, 0.5, 'greater'),
+              p_not=stats.binomial(k, n, 0.5, 'less'),
+              p_min_held=0.5 ** n, p_min_not=0.5 ** n)
 
 
 def _reliability(c: Claim) -> dict:
@@ -227,17 +220,17 @@ def _impossibility(c: Claim) -> dict:
 def comparison_counts(e: dict) -> dict:
   """wins, ties, losses and censored (tied at the grid's ceiling) of x
   against y, paired by seed; `higher`: a larger value is ahead; `ahead`:
-  the seeds that support the claim (wins, and ties too for `at_least`:
-  "as far as")."""
+  the seeds that support the claim (wins; for `at_least`, "as far as",
+  every seed not behind)."""
   x, y = np.asarray(e['x'], float), np.asarray(e['y'], float)
   if x.shape != y.shape:
     raise ValueError(f'paired samples differ in size: {x.shape}, {y.shape}')
   if not e.get('higher', True):
     x, y = -x, -y
   ceiling = e.get('ceiling')
-  at_top = (np.zeros(x.shape, bool) if ceiling is None else
-            (np.isclose(np.abs(x), abs(ceiling))
-             & np.isclose(np.abs(y), abs(ceiling))))
+  at_top = (np.zeros(x.shape, bool) if ceiling is None or e.get('at_least')
+            else (np.isclose(np.abs(x), abs(ceiling))
+                  & np.isclose(np.abs(y), abs(ceiling))))
   out = {'wins': int(np.sum((x > y) & ~at_top)),
          'ties': int(np.sum((x == y) & ~at_top)),
          'losses': int(np.sum((x < y) & ~at_top)),
@@ -247,24 +240,39 @@ def comparison_counts(e: dict) -> dict:
 
 
 def _comparison(c: Claim) -> dict:
-  n = comparison_counts(c.evidence)
-  judged = n['wins'] + n['ties'] + n['losses']
-  held = stats.binomial(n['ahead'], judged, 0.5, 'greater') if judged else 1.0
-  refuted = stats.binomial(n['ahead'], judged, 0.5, 'less') if judged else 1.0
-  if n['censored']:  # the verdict must not depend on how they resolve
-    all_in = n['censored'] + judged
-    held = max(held, stats.binomial(n['ahead'], all_in, 0.5, 'greater'))
-    refuted = max(refuted, stats.binomial(n['ahead'] + n['censored'], all_in,
-                                          0.5, 'less'))
-  ties = 'ties counted as ahead ("as far as")' if c.evidence.get(
-      'at_least') else 'ties counted as not ahead'
-  return dict(test=f'paired by seed, {ties}: exact one-sided binomial test '
-                   'of the seeds ahead against 1/2; seeds tied at the '
-                   'grid\'s ceiling censored (the verdict must hold '
-                   'whichever way they resolve)',
-              p_held=held, p_not=refuted,
-              p_min_held=0.5 ** (judged + n['censored']),
-              p_min_not=0.5 ** (judged + n['censored']))
+  """"x further than y": paired by seed, decided on the pairs that differ
+  (ties are no evidence either way): the exact sign test, which for solved-
+  or-not outcomes is the exact McNemar test (McNemar 1947). Pairs tied at
+  the grid's ceiling are interval-censored: either could be ahead past it,
+  so each direction must hold with them counted against it.
+  "As far as" (`at_least`, non-inferiority within the tested lengths):
+  held when the share of seeds behind is below AS_FAR_MARGIN (exact one-
+  sided binomial); did not hold when y is ahead on the pairs that differ
+  (the sign test)."""
+  e = c.evidence
+  n = comparison_counts(e)
+  w, l, z = n['wins'], n['losses'], n['censored']
+  if e.get('at_least'):
+    judged = w + n['ties'] + l
+    return dict(test='as far as (non-inferiority within the tested '
+                     'lengths): exact one-sided binomial test that the '
+                     f'share of seeds behind is below {AS_FAR_MARGIN:g}; '
+                     'did not hold: exact sign test on the pairs that '
+                     'differ, ties no evidence',
+                p_held=stats.rate_below(l, judged, AS_FAR_MARGIN),
+                p_not=stats.binomial(w, w + l, 0.5, 'less'),
+                p_min_held=(1 - AS_FAR_MARGIN) ** judged,
+                p_min_not=0.5 ** (judged - n['ties']))
+  # Censored pairs resolve against each direction in turn: as losses for
+  # held, as wins for did not hold.
+  held = stats.binomial(w, w + l + z, 0.5, 'greater')
+  refuted = stats.binomial(w + z, w + l + z, 0.5, 'less')
+  return dict(test='paired by seed, on the pairs that differ (ties no '
+                   'evidence): exact sign test (McNemar\'s for solved or '
+                   'not), one-sided each way; pairs tied at the grid\'s '
+                   'ceiling counted against each direction in turn',
+              p_held=held, p_not=refuted, p_min_held=0.5 ** (w + l + z),
+              p_min_not=0.5 ** (w + l + z))
 
 
 def _shape(c: Claim) -> dict:
@@ -307,9 +315,10 @@ def test(c: Claim) -> Claim:
   held = t['p_held'] <= t['p_not']
   direction = stats.HELD if held else stats.NOT_HELD
   p = t['p_held'] if held else t['p_not']
+  # p_min is the held direction's best case, whichever way the data lean:
+  # a claim that could not be held at this n is underpowered, not refuted.
   c = dataclasses.replace(
-      c, test=t['test'], p=float(p),
-      p_min=float(t['p_min_held'] if held else t['p_min_not']),
+      c, test=t['test'], p=float(p), p_min=float(t['p_min_held']),
       if_significant=direction, measured=render(c))
   return dataclasses.replace(c, verdict=_decide(c, direction, p, 1))
 
@@ -485,9 +494,7 @@ def power(kind: str, n: int, family_size: int = 1, *,
     return 0.0
   a = alpha / family_size
   if kind == THRESHOLD:
-    rng = np.random.default_rng(0)  # the same plan every time
-    draws = rng.normal(1.0, 1.0, size=(2000, n))
-    return float(np.mean([signed_rank(d, 'greater') < a for d in draws]))
+    return _binomial_power(n, 0.5, 0.8, a)
   if kind == RELIABILITY:
     return _binomial_power(n, rate, 0.98, a)
   if kind == CAPABILITY:

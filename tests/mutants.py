@@ -5,7 +5,8 @@
 Each mutant below is a deliberate bug, one per verdict rule: it is
 applied to a fresh copy of the tracked tree, the fast in-process tests run
 there, and the mutant must make at least one of them fail. Not part of the
-suite (pytest does not collect this file); takes about a minute.
+suite (pytest does not collect this file); each mutant stops at its first
+failing test.
 """
 
 import pathlib
@@ -15,6 +16,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTS = ['tests/test_stats.py', 'tests/test_verdicts.py', 'tests/test_claims.py',
+         'tests/test_calibration.py',
          'tests/test_attention.py::'
          'test_rows_label_the_classes_by_their_first_symbol',
          'tests/test_tuning.py', 'tests/test_cost.py::test_fourfold_from',
@@ -47,11 +49,12 @@ MUTANTS = {
         "return 'B' if dispersed else"),
     # -- the kinds' tests
     'threshold: tested the wrong way round': (
-        'src/claims.py', "d = sign * (values - e['threshold'])",
-        "d = -sign * (values - e['threshold'])"),
-    'signed rank: tied magnitudes ranked in order, not midranked': (
-        'src/claims.py', 'np.rint(2 * sps.rankdata(np.abs(d)))',
-        "np.rint(2 * sps.rankdata(np.abs(d), method='ordinal'))"),
+        'src/claims.py', "  return (over, under) if above else (under, over)",
+        "  return (under, over) if above else (over, under)"),
+    'threshold: a seed at the threshold counted as short of it': (
+        'src/claims.py', 'under = int(np.sum(v > threshold)), int(np.sum(v < '
+        'threshold))', 'under = int(np.sum(v > threshold)), int(np.sum(v <= '
+        'threshold))'),
     'reliability: against 1/2, not the declared rate': (
         'src/claims.py', "  rate = e.get('rate', RELIABLE_RATE)\n  held",
         '  rate = 0.5\n  held'),
@@ -68,13 +71,15 @@ MUTANTS = {
     'gates ignored (a failure still learning, one rate)': (
         'src/claims.py', '  if direction in c.gates:\n    return '
         'stats.INCONCLUSIVE\n', ''),
-    'comparison: ties counted as ahead': (
-        'src/claims.py',
-        "out['ahead'] = out['wins'] + (out['ties'] if e.get('at_least') else 0)",
-        "out['ahead'] = out['wins'] + out['ties']"),
+    'comparison: ties counted as not ahead (the old rule)': (
+        'src/claims.py', "  held = stats.binomial(w, w + l + z, 0.5, 'greater')",
+        "  held = stats.binomial(w, w + l + z + n['ties'], 0.5, 'greater')"),
     'comparison: ties at the ceiling not censored': (
-        'src/claims.py', "  if n['censored']:  # the verdict must not",
-        '  if False:  # the verdict must not'),
+        'src/claims.py', "  held = stats.binomial(w, w + l + z, 0.5, 'greater')",
+        "  held = stats.binomial(w, w + l, 0.5, 'greater')"),
+    'as far as: the share behind not bounded (ties as wins)': (
+        'src/claims.py', "p_held=stats.rate_below(l, judged, AS_FAR_MARGIN),",
+        "p_held=stats.binomial(w + n['ties'], judged, 0.5, 'greater'),"),
     'Holm: raw p judged, not the adjusted one': (
         'src/claims.py',
         'verdict = _decide(c, c.if_significant, p_adj, len(members))',
@@ -88,6 +93,10 @@ MUTANTS = {
     'power: the underpowered check dropped': (
         'src/claims.py', '  if size * c.p_min >= stats.ALPHA:',
         '  if False:'),
+    'power: underpowered only in the direction the data lean': (
+        'src/claims.py', "c, test=t['test'], p=float(p), p_min=float(t['p_min_held']),",
+        "c, test=t['test'], p=float(p), p_min=float(t['p_min_held' if held "
+        "else 'p_min_not']),"),
     # -- the rules
     'wall: L* back on the knife edge (fewer than half)': (
         'src/stats.py', "return n > 0 and binomial(k, n, 0.5, 'less') < alpha",
@@ -180,7 +189,7 @@ def main() -> int:
         return 2
       (tree / path).write_text(source.replace(text, mutated))
       proc = subprocess.run(
-          [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
+          [sys.executable, '-m', 'pytest', '-q', '-x', '-p', 'no:cacheprovider',
            *TESTS], cwd=tree, capture_output=True, text=True, timeout=600)
       failed = [l for l in proc.stdout.splitlines() if l.startswith('FAILED')]
       caught = proc.returncode != 0 and bool(failed)

@@ -22,35 +22,27 @@ def verdict(kind, evidence, gates=None, family='f'):
 
 @pytest.mark.parametrize('values,expected', [
     ([0.95] * 8, 'held'),  # 8 of 8 above 0.9: p = 1/256
-    ([0.96] * 7 + [0.85], 'held'),  # 7 of 8, the eighth just under: p = 2/256
-    ([0.96] * 7 + [0.3], 'inconclusive'),  # the eighth far under: p = 9/256..
+    ([0.96] * 7 + [0.85], 'held'),  # 7 of 8: p = 9/256
+    ([0.96] * 7 + [0.3], 'held'),  # "in most seeds": how far under is not read
+    ([0.96] * 5 + [0.3] * 3, 'inconclusive'),  # 5 of 8: p = 0.36
     ([0.5] * 8, 'did not hold'),
     ([0.95] * 4, 'inconclusive (underpowered: 4 seeds)'),  # p >= 1/16
+    ([0.5] * 4, 'inconclusive (underpowered: 4 seeds)'),  # whichever the lean
 ])
-def test_threshold_is_the_signed_rank_test_of_the_values(values, expected):
+def test_threshold_is_the_sign_test_of_the_median(values, expected):
   c = verdict(claims.THRESHOLD, dict(values=values, threshold=0.9))
   assert c.verdict == expected, c.measured
   if expected == 'held' and len(set(values)) == 1:
     assert c.p == pytest.approx(0.5 ** 8)
 
 
-def test_signed_rank_matches_scipy_without_ties():
-  rng = np.random.default_rng(1)
-  for n in (5, 8, 12):
-    d = rng.normal(0.3, 1, n)
-    for side in ('greater', 'less'):
-      assert claims.signed_rank(d, side) == pytest.approx(
-          sps.wilcoxon(d, alternative=side, method='exact').pvalue)
-
-
-def test_signed_rank_with_ties_counts_every_sign_pattern():
-  d = np.array([0.1, 0.1, -0.1, 0.2])  # midranks 2, 2, 2, 4
-  patterns = [np.array(s) * np.abs(d)
-              for s in itertools.product((1, -1), repeat=4)]
-  ranks = sps.rankdata(np.abs(d))
-  w = lambda x: ranks[x > 0].sum()
-  expected = np.mean([w(x) >= w(d) for x in patterns])
-  assert claims.signed_rank(d, 'greater') == pytest.approx(expected)
+def test_threshold_drops_the_seeds_at_it_and_matches_scipy():
+  values = [0.95, 0.97, 0.9, 0.9, 0.2, 0.99, 0.93, 0.91]  # 5 above, 1 below
+  assert claims.sign_counts(values, 0.9) == (5, 1)
+  assert claims.sign_counts(values, 0.9, above=False) == (1, 5)
+  c = verdict(claims.THRESHOLD, dict(values=values, threshold=0.9))
+  assert c.p == pytest.approx(sps.binomtest(5, 6, 0.5,
+                                            alternative='greater').pvalue)
 
 
 # -- reliability ------------------------------------------------------------------
@@ -120,17 +112,34 @@ def test_capability_did_not_hold_only_trained_out_at_a_grid():
 
 @pytest.mark.parametrize('x,y,extra,expected', [
     ([50] * 8, [20] * 8, {}, 'held'),  # ahead in 8 of 8: p = 1/256
-    ([1.0] * 10, [1.0] * 10, {}, 'did not hold'),  # ties are not ahead
+    # Ties are no evidence either way: nothing could be concluded.
+    ([1.0] * 10, [1.0] * 10, {}, 'inconclusive (underpowered: 10 seeds)'),
     ([1.0] * 10, [1.0] * 10, {'ceiling': 1.0}, 'inconclusive'),  # censored
-    ([100] * 5 + [50] * 3, [50] * 8, {'ceiling': 100}, 'inconclusive'),
-    ([100] * 5 + [50] * 3, [50] * 5 + [50] * 3, {}, 'inconclusive'),
-    ([50] * 8, [50] * 8, {'at_least': True}, 'held'),  # "as far as"
-    ([20] * 8, [50] * 8, {'at_least': True}, 'did not hold'),
+    # 5 ahead, 3 tied (not at the ceiling): decided on the 5, p = 1/32.
+    ([100] * 5 + [50] * 3, [50] * 8, {'ceiling': 100}, 'held'),
+    ([100] * 5 + [50] * 3, [50] * 8, {}, 'held'),
+    ([100] * 4 + [20] * 4, [50] * 8, {}, 'inconclusive'),  # 4 and 4
+    ([20] * 8, [50] * 8, {}, 'did not hold'),
+    # "As far as": none of 16 behind, against a margin of 1 in 5: p = 0.8^16.
+    ([50] * 16, [50] * 16, {'at_least': True}, 'held'),
+    ([50] * 8, [50] * 8, {'at_least': True},
+     'inconclusive (underpowered: 8 seeds)'),  # 0.8^8 = 0.17 at best
+    ([20] * 16, [50] * 16, {'at_least': True}, 'did not hold'),
 ])
-def test_comparison_keeps_its_ties(x, y, extra, expected):
+def test_comparison_decides_on_the_pairs_that_differ(x, y, extra, expected):
   c = verdict(claims.COMPARISON, dict(x=x, y=y, x_name='a', y_name='b',
                                       **extra))
   assert c.verdict == expected, c.measured
+
+
+def test_comparison_of_solved_or_not_is_exact_mcnemar():
+  """Discordant pairs alone: 9 solved by a only, 1 by b only, 14 tied."""
+  x = [1] * 9 + [0] * 1 + [1] * 7 + [0] * 7
+  y = [0] * 9 + [1] * 1 + [1] * 7 + [0] * 7
+  c = verdict(claims.COMPARISON, dict(x=x, y=y, x_name='a', y_name='b'))
+  assert c.p == pytest.approx(sps.binomtest(9, 10, 0.5,
+                                            alternative='greater').pvalue)
+  assert c.verdict == 'held'
 
 
 def test_ties_at_a_ceiling_must_not_decide_the_verdict():
@@ -143,7 +152,7 @@ def test_ties_at_a_ceiling_must_not_decide_the_verdict():
                                               censored=5, ahead=3)
   assert c.verdict == 'inconclusive' and 'censored' in c.measured
   # 8 ahead, 4 tied at the ceiling: 8 of 8 judged is p = 1/256, but 8 of 12
-  # (were the 4 to resolve behind) is p = 0.19: inconclusive.
+  # (were the 4 to resolve behind) is p = 0.073: inconclusive.
   e = dict(x=[50] * 8 + [100] * 4, y=[20] * 8 + [100] * 4, x_name='a',
            y_name='b', ceiling=100)
   assert verdict(claims.COMPARISON, e).verdict == 'inconclusive'
@@ -211,7 +220,9 @@ def test_power_at_the_declared_effects():
   # Holm's strictest step: a family of 4 halves what 8 seeds can do.
   assert claims.power(claims.SHAPE, 8, 4) < claims.power(claims.SHAPE, 8)
   assert claims.power(claims.IMPOSSIBILITY, 8, gated=True) == 0.0
-  assert 0.95 < claims.power(claims.THRESHOLD, 16) <= 1.0
+  # Threshold: the sign test at a true 4 in 5 past the threshold.
+  assert claims.power(claims.THRESHOLD, 16) == pytest.approx(
+      sps.binom.sf(need - 1, 16, 0.8))
 
 
 def test_the_plan_reads_the_claims_it_will_judge():
