@@ -432,12 +432,13 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
             'as a first look; the full run is `python run.py --exp=all`.', '']
   out += ['## The scorecard', '', scorecard(claims), '',
           'Each claim is judged from its experiment\'s own summary.json by '
-          'the test its kind calls for (threshold: signed-rank; '
+          'the test its kind calls for (threshold: the median, sign test; '
           'reliability: a bound on the share of seeds; capability: a seed '
           'on held-out strings above the null; impossibility: every seed at '
           'or below the null, trained out, at the best rate of a grid; '
-          'comparison: paired, ties kept; shape: the fits, seed by seed: '
-          '`src/claims.py`), Holm-adjusted within its family. **BH q** is '
+          'comparison: paired, on the pairs that differ; shape: the fits, '
+          'seed by seed: `src/claims.py`, each kind calibrated on known '
+          'truth in `src/calibration.py`), Holm-adjusted within its family. **BH q** is '
           'its p adjusted over every test of this report '
           '(Benjamini-Hochberg), a second look at the false discovery rate. '
           'Every verdict says what was measured, whichever way it came out.',

@@ -231,3 +231,7 @@ def table(runs: int = 400, sizes=SIZES) -> str:
     lines.append(f'| {s.kind} | {s.name} | {what} | ' + ' | '.join(cells)
                  + ' |')
   return '\n'.join(lines)
+
+
+if __name__ == '__main__':  # python -m src.calibration: REFERENCE's table
+  print(table())

@@ -102,8 +102,8 @@ MUTANTS = {
         'src/stats.py', "return n > 0 and binomial(k, n, 0.5, 'less') < alpha",
         'return 2 * k < n'),
     'wall: the bound two-sided (97.5%), not one-sided': (
-        'src/stats.py', 'sps.beta.ppf(confidence, k + 1, n - k)',
-        'sps.beta.ppf((1 + confidence) / 2, k + 1, n - k)'),
+        'src/stats.py', 'sps().beta.ppf(confidence, k + 1, n - k)',
+        'sps().beta.ppf((1 + confidence) / 2, k + 1, n - k)'),
     'wall: L* taken at the first budget, stable or not': (
         'src/memory.py', '    if here is not None and here == after:',
         '    if here is not None:'),

@@ -102,3 +102,17 @@ def test_reference_documents_every_model_and_column():
   for name in experiments.EXPERIMENTS:
     columns = ','.join(experiments.load(name).columns)
     assert f'| {name} | `{columns}`' in reference, name
+
+
+def test_reference_shows_the_calibration_of_every_scenario():
+  """docs/REFERENCE.md's calibration table is `python -m src.calibration`'s:
+  one row per simulated truth, in the order the simulator draws them."""
+  from src import calibration
+  reference = (ROOT / 'docs' / 'REFERENCE.md').read_text()
+  block = re.search(r'<!-- calibration: python -m src.calibration -->\n'
+                    r'(.*?)\n<!-- end -->', reference, re.S)
+  assert block, 'REFERENCE.md has no calibration block'
+  rows = [line.split(' | ')[:2] for line in block.group(1).splitlines()[2:]]
+  assert rows == [[f'| {s.kind}', s.name] for s in calibration.scenarios()]
+  sizes = block.group(1).splitlines()[0]
+  assert all(f'n={n}' in sizes for n in calibration.SIZES)
