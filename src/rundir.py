@@ -17,6 +17,7 @@ import fcntl
 import json
 import os
 import sys
+import tempfile
 import time
 
 from src import storage
@@ -42,7 +43,7 @@ def default_checkpoint_dir(workdir):
 
 
 def check_writable(flag: str, path) -> None:
-  """Refuses a path the run could not write to; creates nothing."""
+  """Refuses a path the run could not write to; leaves nothing behind."""
   if storage.is_remote(path):
     try:
       storage.probe(storage.path(path))
@@ -58,6 +59,15 @@ def check_writable(flag: str, path) -> None:
   if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
     raise ConfigError(f'--{flag}: {text} is not writable (at {existing}); '
                       'expected a folder you can write to')
+  # os.access answers from the mode bits alone: root passes it everywhere,
+  # /proc and /sys included, where no folder can be made. So try: make an
+  # empty folder where the run's first would go, and take it away again.
+  try:
+    os.rmdir(tempfile.mkdtemp(prefix='.searchlight-probe-', dir=existing))
+  except OSError as e:
+    raise ConfigError(f'--{flag}: {text} is not writable (at {existing}: '
+                      f'{e.strerror}); expected a folder you can write to'
+                      ) from None
 
 
 def _read_json(path) -> dict | None:

@@ -1,5 +1,7 @@
 """Every bad flag: one line naming the flag, exit status 2, nothing written."""
 
+import os
+
 import pytest
 
 from src import models
@@ -96,3 +98,18 @@ def test_workdir_not_writable(tmp_path):
   assert proc.stderr.startswith('error: --workdir:')
   assert 'not writable' in proc.stderr
   assert not (tmp_path / 'c').exists()
+
+
+def test_workdir_where_no_folder_can_be_made(tmp_path):
+  """/proc passes os.access's mode-bit check even where no folder can be
+  made (as root, everywhere): the run and --only_check_args both refuse it."""
+  for proc in run_py_forked([['--workdir=/proc/nope', *extra,
+                              f'--checkpoint_dir={tmp_path}/c']
+                             for extra in ([], ['--only_check_args'])]):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('error: --workdir:'), lines
+    assert 'not writable' in lines[0]
+    assert not (tmp_path / 'c').exists()
+  assert not any(name.startswith('.searchlight-probe-')
+                 for name in os.listdir(tmp_path))
