@@ -72,7 +72,7 @@ def test_abstract_count_equals_the_allocated_program():
 
 def test_end_to_end(tmp_path):
   _, rows, summary = run_ok(tmp_path, 'cost', '--models=attention,lstm',
-                           '--lengths=64,256,1024', '--widths=32,64')
+                           '--lengths=16,64,256', '--widths=16,32')
   assert list(rows[0]) == cost.COLUMNS
   assert len(rows) == 2 * 3 * 2
   for r in rows:
@@ -83,13 +83,13 @@ def test_end_to_end(tmp_path):
     # Counted from the program: attention's chain grows by the same few
     # steps per doubling of L (its sums over keys: log2 L each); the LSTM's
     # by a fixed number of operations per position (and a few log2 L).
-    quadrupling = [depth['attention', p, 256] - depth['attention', p, 64],
-                   depth['attention', p, 1024] - depth['attention', p, 256]]
+    quadrupling = [depth['attention', p, 64] - depth['attention', p, 16],
+                   depth['attention', p, 256] - depth['attention', p, 64]]
     # (Within a step: ceil(log2 n) of sizes that are not all powers of two.)
     assert 0 < quadrupling[0] < 20 and abs(quadrupling[1] - quadrupling[0]) <= 1
-    per_position = ((depth['lstm', p, 1024] - depth['lstm', p, 256]) / 768)
+    per_position = ((depth['lstm', p, 256] - depth['lstm', p, 64]) / 192)
     assert per_position == pytest.approx(
-        (depth['lstm', p, 256] - depth['lstm', p, 64]) / 192, rel=0.01)
+        (depth['lstm', p, 64] - depth['lstm', p, 16]) / 48, rel=0.01)
     assert per_position >= 1
     assert summary['models']['attention'][p]['depth_growth']['shape'] == \
         'logarithmic'
@@ -99,15 +99,15 @@ def test_end_to_end(tmp_path):
       'linear'
   assert summary['models']['attention']['train']['flops_exponent'] > 1.5
   assert summary['models']['lstm']['train']['flops_exponent'] < 1.2
-  # The price at real widths: counted at 64..32 x 64, crossing near 2
+  # The price at real widths: counted at 16..32 x 32, crossing near 2
   # d_model, one counted claim per width.
   price = summary['price_at_widths']
-  assert set(price) == {'32', '64'}
+  assert set(price) == {'16', '32'}
   for D, p in price.items():
-    assert p['lengths'] == [64, 128, 256, 512, 1024, 2048]
+    assert p['lengths'] == [16, 32, 64, 128, 256, 512, 1024]
     assert p['crossover_length'] == pytest.approx(2 * int(D), rel=0.1)
   quadratic = [c for c in summary['claims'] if c['claim'] == cost.PRICE_CLAIM]
-  assert sorted(c['d_model'] for c in quadratic) == [32, 64]
+  assert sorted(c['d_model'] for c in quadratic) == [16, 32]
   assert [c['model'] for c in quadratic] == ['attention', 'attention']
   assert_figure(tmp_path / 'run/cost.png')
 
