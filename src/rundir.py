@@ -56,12 +56,9 @@ def check_writable(flag: str, path) -> None:
   existing = text
   while not os.path.exists(existing):
     existing = os.path.dirname(existing) or '.'
-  if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
-    raise ConfigError(f'--{flag}: {text} is not writable (at {existing}); '
-                      'expected a folder you can write to')
-  # os.access answers from the mode bits alone: root passes it everywhere,
-  # /proc and /sys included, where no folder can be made. So try: make an
-  # empty folder where the run's first would go, and take it away again.
+  # Tried, not asked: os.access reads mode bits alone, and root passes it
+  # everywhere, /proc and /sys included, where no folder can be made. So
+  # make an empty folder where the run's first would go, and remove it.
   try:
     os.rmdir(tempfile.mkdtemp(prefix='.searchlight-probe-', dir=existing))
   except OSError as e:
