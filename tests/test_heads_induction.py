@@ -119,7 +119,7 @@ def test_which_models_read_longer_strings(name, any_length):
                 num_heads=1, num_layers=2)
   # (That such a model reads longer strings: the LSTM's extrapolation.csv
   # rows in the end-to-end test; Mamba and the LRU at several lengths of one
-  # model in tests/test_linear.py.)
+  # model in tests/test_linear_models.py.)
   assert models.takes_any_length(name, **kwargs) is any_length
 
 

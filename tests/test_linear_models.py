@@ -1,6 +1,7 @@
-"""The linear recurrent classifiers (src/models/linear.py): the parallel forms
-against their step-by-step references, parameter counts, the papers'
-initialisations, and a short training run that learns."""
+"""The linear recurrent classifiers (src/models/linear_attention.py, lru.py
+and mamba.py): the parallel forms against their step-by-step references,
+parameter counts, the papers' initialisations, and a short training run
+that learns."""
 
 import functools
 import math
@@ -13,7 +14,8 @@ import pytest
 from flax import nnx
 
 from src import models, tasks, train
-from src.models import linear
+from src.models import linear_attention, mamba
+from src.models import lru as lru_lib
 
 NAMES = ('linear_attention', 'lru', 'mamba')
 # float32 (eps 1.2e-7) on states of size 1 to 5: the parallel and recurrent
@@ -87,10 +89,10 @@ def chunk_lengths(chunk):
 
 
 @pytest.mark.parametrize('chunk, length', [
-    (chunk, length) for chunk in (linear.scan_chunk(), 16)
+    (chunk, length) for chunk in (mamba.scan_chunk(), 16)
     for length in chunk_lengths(chunk)])  # and a longer chunk, as elsewhere
 def test_mamba_chunks_equal_step_by_step_scan(chunk, length, monkeypatch):
-  monkeypatch.setattr(linear, 'scan_chunk', lambda: chunk)
+  monkeypatch.setattr(mamba, 'scan_chunk', lambda: chunk)
   model = make('mamba', length=length, num_layers=2, seed=3)
   x = model.embed(tokens(batch=3, length=length, seed=7))
   chunked, recurrent = jitted(model, lambda m, x: (
@@ -108,7 +110,7 @@ def test_mamba_gradients_equal_autodiff_of_the_step_by_step_scan(
     length, monkeypatch):
   """`selective_scan`'s own VJP (states recomputed chunk by chunk, the
   gradient run backwards) against JAX's autodiff of `lax.scan`."""
-  monkeypatch.setattr(linear, 'scan_chunk', lambda: GRADIENT_CHUNK)
+  monkeypatch.setattr(mamba, 'scan_chunk', lambda: GRADIENT_CHUNK)
   # One layer: every input of the scan already depends on the parameters.
   model = make('mamba', length=length, seed=4)
   x = model.embed(tokens(batch=3, length=length, seed=6))
@@ -133,7 +135,7 @@ def test_mamba_gradients_equal_autodiff_of_the_step_by_step_scan(
 
 
 @pytest.mark.parametrize('length', chunk_lengths(
-    linear.LINEAR_ATTENTION_CHUNK) + (20,))
+    linear_attention.LINEAR_ATTENTION_CHUNK) + (20,))
 def test_linear_attention_chunked_equals_quadratic_and_recurrent(length):
   model = make('linear_attention', length=length, num_heads=2, num_layers=2,
                seed=5)
@@ -202,7 +204,8 @@ def test_parameter_counts_at_one_layer():
 
 @pytest.mark.parametrize('num_heads', [1, 2, 4])
 def test_linear_attention_weights_match_numpy(num_heads):
-  layer = linear.CausalLinearAttention(32, num_heads, rngs=nnx.Rngs(1))
+  layer = linear_attention.CausalLinearAttention(32, num_heads,
+                                                 rngs=nnx.Rngs(1))
   x = jax.random.normal(jax.random.key(2), (3, 9, 32))
   y, att = layer(x)
   B, L, H, K = 3, 9, num_heads, 32 // num_heads
@@ -214,7 +217,8 @@ def test_linear_attention_weights_match_numpy(num_heads):
   k = phi(x64 @ wk).reshape(B, L, H, K)
   v = (x64 @ wv).reshape(B, L, H, K)
   sim = np.einsum('bqhk,blhk->bhql', q, k) * np.tril(np.ones((L, L)))
-  ref = sim / (sim.sum(-1, keepdims=True) + linear.LINEAR_ATTENTION_EPS)
+  eps = linear_attention.LINEAR_ATTENTION_EPS
+  ref = sim / (sim.sum(-1, keepdims=True) + eps)
   np.testing.assert_allclose(att, ref, rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(np.asarray(att).sum(-1), 1.0, atol=1e-5)
   upper = np.triu_indices(L, 1)
@@ -251,7 +255,7 @@ def test_lru_initialisation_is_the_papers_ring(name, ring):
   lam = np.asarray(lru.eigenvalues(), np.complex128)
   r_min, r_max, max_phase = ring
   assert models.get(name).architecture == 'lru'
-  assert ring == {'lru': linear.LRU_RING, 'lru_disk': linear.LRU_DISK}[name]
+  assert ring == {'lru': lru_lib.LRU_RING, 'lru_disk': lru_lib.LRU_DISK}[name]
   modulus, phase = np.abs(lam), np.angle(lam) % (2 * np.pi)
   assert modulus.min() >= r_min - 1e-6 and modulus.max() <= r_max + 1e-6
   assert phase.min() >= 0 and phase.max() <= max_phase + 1e-6
@@ -318,13 +322,13 @@ def test_registry_entries_and_no_loop_over_positions(name):
   assert spec.activations(200, 32, 1, 2) > spec.activations(200, 32, 1, 1) > 0
   # No loop over positions in the forward pass: no `while`, and a `scan`
   # only over Mamba's chunks or within one (never L steps long).
-  length = 3 * linear.scan_chunk() + 1
+  length = 3 * mamba.scan_chunk() + 1
   model = make(name, length=length, num_layers=2)
   jaxpr = jax.make_jaxpr(lambda t: model(t, weights=False)[0])(
       tokens(length=length)).jaxpr
   assert not re.search(r'\bwhile\[', str(jaxpr)), jaxpr
   scans = scan_lengths(jaxpr)
-  assert all(n <= linear.scan_chunk() for n in scans), scans
+  assert all(n <= mamba.scan_chunk() for n in scans), scans
   assert bool(scans) == (name == 'mamba')
 
 

@@ -21,7 +21,9 @@ import jax
 from flax import nnx
 
 from src.models import attention as attention_lib
-from src.models import linear as linear_lib
+from src.models import linear_attention as linear_attention_lib
+from src.models import lru as lru_lib
+from src.models import mamba as mamba_lib
 from src.models import recurrent as recurrent_lib
 
 
@@ -369,7 +371,8 @@ register(ModelSpec(
     activations=_recurrent_activations(2), loops_over_positions=True,
     form=_SCAN, state_floats=_hidden_state))
 
-# -- linear recurrences, computed in parallel (src/models/linear.py) ---------------
+# -- linear recurrences, computed in parallel ----------------------------------
+# (src/models/linear_attention.py, lru.py, mamba.py)
 # Their constructors take the registry's keywords: the class is the factory.
 
 # The three below are fitted to XLA's memory analysis of a training step on
@@ -379,7 +382,7 @@ def _linear_attention_activations(L, D, H, layers):
   # Training takes the chunked form: every layer's projections, features,
   # norms and residual stream, its C x C grids per head and chunk, and each
   # chunk's running sums (H K x K per chunk).
-  C = linear_lib.LINEAR_ATTENTION_CHUNK
+  C = linear_attention_lib.LINEAR_ATTENTION_CHUNK
   return layers * (12 * L * D + 4 * H * L * C + 2 * L * D * D // (H * C))
 
 
@@ -393,8 +396,8 @@ def _mamba_activations(L, D, H, layers):
   # Per layer: the (L, E*D) projections, convolution, Delta and gate, and the
   # (E*D, N) state entering each chunk, all `selective_scan` keeps of its
   # states (it recomputes a chunk's in the backward pass).
-  I, N = linear_lib.MAMBA_EXPAND * D, linear_lib.MAMBA_STATE
-  return layers * (12 * L * I + (L // linear_lib.scan_chunk() + 1) * I * N)
+  I, N = mamba_lib.MAMBA_EXPAND * D, mamba_lib.MAMBA_STATE
+  return layers * (12 * L * I + (L // mamba_lib.scan_chunk() + 1) * I * N)
 
 
 def _linear_attention_state(L, D, H, layers):
@@ -411,12 +414,12 @@ def _lru_state(L, D, H, layers):
 def _mamba_state(L, D, H, layers):
   # Per layer: N states per inner channel, and the convolution's window of
   # the last W - 1 inputs.
-  I = linear_lib.MAMBA_EXPAND * D
-  return layers * (I * linear_lib.MAMBA_STATE + (linear_lib.MAMBA_CONV - 1) * I)
+  I = mamba_lib.MAMBA_EXPAND * D
+  return layers * I * (mamba_lib.MAMBA_STATE + mamba_lib.MAMBA_CONV - 1)
 
 
 register(ModelSpec(
-    'linear_attention', LINEAR, linear_lib.LinearAttentionClassifier,
+    'linear_attention', LINEAR, linear_attention_lib.LinearAttentionClassifier,
     init='Flax default (LeCun-normal projections, embeddings normal with '
          'std 1/sqrt(d_model), LayerNorm 1 and 0), as attention; feature '
          'map elu + 1 '
@@ -427,7 +430,7 @@ register(ModelSpec(
     activations=_linear_attention_activations, has_attention=True,
     layered=True, state_floats=_linear_attention_state))
 register(ModelSpec(
-    'lru', LINEAR, linear_lib.LRUClassifier,
+    'lru', LINEAR, lru_lib.LRUClassifier,
     init='Orvieto et al. 2023: lambda uniform on the ring r_min 0.9, r_max '
          '0.999, phase U(0, pi/10), gamma = sqrt(1 - |lambda|^2), B and C '
          'complex Glorot-normal, D N(0, 1); GLU Flax default',
@@ -436,7 +439,7 @@ register(ModelSpec(
     activations=_lru_activations, layered=True, state_floats=_lru_state))
 register(ModelSpec(
     'lru_disk', LINEAR,
-    functools.partial(linear_lib.LRUClassifier, ring=linear_lib.LRU_DISK),
+    functools.partial(lru_lib.LRUClassifier, ring=lru_lib.LRU_DISK),
     init='as lru, but lambda uniform on the whole unit disk: r_min 0, r_max '
          '1, phase U(0, 2 pi) (the defaults of Orvieto et al. 2023\'s '
          'appendix code and of minimal-LRU): fast units beside slow ones',
@@ -445,7 +448,7 @@ register(ModelSpec(
     form='an associative scan over positions',
     activations=_lru_activations, layered=True, state_floats=_lru_state))
 register(ModelSpec(
-    'mamba', LINEAR, linear_lib.MambaClassifier,
+    'mamba', LINEAR, mamba_lib.MambaClassifier,
     init='state-spaces/mamba (Gu & Dao 2023): A = -(1..N) (S4D-real), D = 1, '
          'softplus(dt bias) log-uniform [0.001, 0.1], projections and conv '
          'PyTorch default U(+-1/sqrt(fan_in)), out_proj / sqrt(layers); '
@@ -453,6 +456,6 @@ register(ModelSpec(
          '(PyTorch\'s nn.Embedding: N(0, 1))',
     color='#17becf', architecture='mamba',
     form='a lax.scan over chunks of positions ('
-         f'{linear_lib.SCAN_CHUNK_BY_BACKEND["cpu"]} on a CPU), each unrolled',
+         f'{mamba_lib.SCAN_CHUNK_BY_BACKEND["cpu"]} on a CPU), each unrolled',
     activations=_mamba_activations, layered=True,
     state_floats=_mamba_state))
