@@ -28,6 +28,7 @@ import numpy as np
 from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
+from src import gates as gates_lib
 from src import models as models_lib
 from src import record
 from src import stats
@@ -219,8 +220,8 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
     if curves is None:  # not checked (the verdict rule alone)
       return {'flat': True}
     group = f'{accuracy_key(model, depth)}_L{L:03d}'
-    return claims_lib.trained_out(
-        curves, seeds, claims_lib.last_step(curves, group=group),
+    return gates_lib.trained_out(
+        curves, seeds, gates_lib.last_step(curves, group=group),
         group=group)
 
   others = ''.join(f', {m} {np.mean(list(per_seed[m].values())):.3f}'
@@ -235,8 +236,8 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
     if not spec.layered or two is None:
       continue
     seeds = sorted(two)
-    can_gates = {**claims_lib.grid_gate(stats.NOT_HELD, config.rates),
-                 **claims_lib.learning_gate(stats.NOT_HELD, check(
+    can_gates = {**gates_lib.grid_gate(stats.NOT_HELD, config.rates),
+                 **gates_lib.learning_gate(stats.NOT_HELD, check(
                      model, 2, [s for s in seeds if two[s] < CANNOT]))}
     if spec.family == models_lib.ATTENTION and one is not None:
       out.append(Claim(
@@ -245,8 +246,8 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
           dict(accuracy=[one[s] for s in sorted(one)],
                what='1 layer', **null),
           dict(model=model, num_layers=1),
-          gates={**claims_lib.grid_gate(stats.HELD, config.rates),
-                 **claims_lib.learning_gate(stats.HELD, check(
+          gates={**gates_lib.grid_gate(stats.HELD, config.rates),
+                 **gates_lib.learning_gate(stats.HELD, check(
                      model, 1, sorted(one)))},
           note=f'the null: {CANNOT:.0%}, declared before any run, far above '
                'what one layer reaches (chance, and the tokens it can see) '
@@ -321,8 +322,8 @@ def control_claim(model, two, longer, check, config) -> Claim:
            what=f'at {CONTROL:.0%} or above (accuracy per seed below'
                 + longer_text + ')'),
       dict(model=model, num_layers=2),
-      gates={**claims_lib.learning_gate(stats.NOT_HELD, check),
-             **claims_lib.grid_gate(stats.NOT_HELD, config.rates),
+      gates={**gates_lib.learning_gate(stats.NOT_HELD, check),
+             **gates_lib.grid_gate(stats.NOT_HELD, config.rates),
              **({} if config.steps >= PAPER_UPDATES else {stats.NOT_HELD: (
                  f'{config.steps:,} updates, fewer than the paper\'s '
                  f'{PAPER_UPDATES:,}: a failure here is not the paper\'s')})},

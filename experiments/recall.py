@@ -30,6 +30,7 @@ import numpy as np
 from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
+from src import gates as gates_lib
 from src import models as models_lib
 from src import record
 from src import stats
@@ -172,12 +173,12 @@ def width_needed(table, model, length, pairs, widths, seed):
 
 
 def trained_out(curves, runs, steps) -> dict:
-  """The shared trained-out rule (`claims.trained_out`) over `runs` [(group
+  """The shared trained-out rule (`gates_lib.trained_out`) over `runs` [(group
   name, seed)], each run's fall measured in its own group (no runs: nothing
   failed, nothing to check)."""
-  falls = [f for name, seed in runs for f in claims_lib.trained_out(
+  falls = [f for name, seed in runs for f in gates_lib.trained_out(
       curves, [seed], steps, group=name)['falls']]
-  return claims_lib.checked(falls, len(runs), steps)
+  return gates_lib.checked(falls, len(runs), steps)
 
 
 def failing_runs(table, model, length, pairs, widths, seeds) -> list:
@@ -206,7 +207,7 @@ def attention_recalls(table, model, length, pairs, widths, config,
                 f'{min(pairs)}..{max(pairs)} and d_model {min(widths)}..'
                 f'{max(widths)} (its lowest per seed below)'),
       dict(model=model, length=length),
-      gates=claims_lib.learning_gate(stats.NOT_HELD, flat),
+      gates=gates_lib.learning_gate(stats.NOT_HELD, flat),
       note=f'a seed recalls every pair when its lowest accuracy over pairs '
            f'and widths reaches {RECALLS:.0%}')
 
@@ -231,7 +232,7 @@ def fills_up(table, model, attention, length, pairs, widths, config,
   gain = lambda m: [b * hi - a * lo for a, b in zip(acc(m, lo), acc(m, hi))]
   flat = trained_out(curves, failing_runs(table, model, length, [hi],
                                           widths, seeds), config.steps)
-  gates = claims_lib.learning_gate(stats.HELD, flat)
+  gates = gates_lib.learning_gate(stats.HELD, flat)
   setting = dict(model=model, length=length, versus=attention)
   by_width = '; '.join(
       f'd={w}: ' + ' -> '.join(
@@ -287,7 +288,7 @@ def width_grows(table, model, length, pairs, widths, config,
            what=f'width needed ({past}: none of {min(widths)}..'
                 f'{max(widths)})'),
       dict(model=model, length=length),
-      gates=claims_lib.learning_gate(stats.HELD, flat),
+      gates=gates_lib.learning_gate(stats.HELD, flat),
       note=f'width needed: the smallest tested d_model at >= {RECALLS:.0%}; '
            'a seed that needs none of them at either count is censored')
 

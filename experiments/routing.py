@@ -45,6 +45,7 @@ from flax import nnx
 from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
+from src import gates as gates_lib
 from src import models as models_lib
 from src import record
 from src import stats
@@ -313,9 +314,9 @@ def summarize(config: Config, rows, tables, curves=()) -> dict:
 
 
 def trained_out(curves, group, seeds, step) -> dict:
-  """The shared trained-out rule (`claims.trained_out`) on `seeds` of
+  """The shared trained-out rule (`gates_lib.trained_out`) on `seeds` of
   `group`, from step/2 to `step`."""
-  return claims_lib.trained_out(curves or [], seeds, step, group=group.name)
+  return gates_lib.trained_out(curves or [], seeds, step, group=group.name)
 
 
 def null(task: str) -> float:
@@ -385,8 +386,8 @@ def _cannot(config, task, name, row, curves, group) -> Claim:
                                    'routed symbols, exact',
            what=f'{row["num_params"]} parameters'),
       dict(model='attention', task=task, steps=config.steps),
-      gates={**claims_lib.grid_gate(stats.HELD, config.rates),
-             **claims_lib.learning_gate(stats.HELD, trained_out(
+      gates={**gates_lib.grid_gate(stats.HELD, config.rates),
+             **gates_lib.learning_gate(stats.HELD, trained_out(
                  curves, group, range(len(row['seeds'])), config.steps))},
       note='the null is what routing alone can reach: weights that do not '
            'depend on the symbols and a linear read-out make every class '
@@ -413,7 +414,7 @@ def _more_reliably(config, task, name, row, dense_name, dense, curves,
                 f'{dense["mean"]:.3f} with {dense["num_params"]} parameters '
                 f'against {row["mean"]:.3f} with {row["num_params"]})'),
       dict(model='attention', task=task, steps=config.steps),
-      gates=claims_lib.learning_gate(stats.HELD, trained_out(
+      gates=gates_lib.learning_gate(stats.HELD, trained_out(
           curves, group, behind, config.steps)),
       note='seed i of each on the same strings; both solving, or both '
            'failing, is a tie, and a tie is not more reliable')
@@ -428,9 +429,9 @@ def _dense_computes(config, task, rows, curves, names) -> list[Claim]:
   seeds = range(len(rows[dense[0]]['seeds']))
   lowest = [min(rows[n]['seeds'][s] for n in dense) for s in seeds]
   failing = [s for s in seeds if lowest[s] < null(task)]
-  gates = {**claims_lib.grid_gate(stats.NOT_HELD, config.rates)}
+  gates = {**gates_lib.grid_gate(stats.NOT_HELD, config.rates)}
   for m in dense:
-    gates.update(claims_lib.learning_gate(stats.NOT_HELD, trained_out(
+    gates.update(gates_lib.learning_gate(stats.NOT_HELD, trained_out(
         curves, names[f'{task}|{m}'], failing, config.steps)))
   return [Claim(
       f'A dense block computes {task.split("_")[0]} of the two symbols '

@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from src import gates as gates_lib
 from src import stats
 
 
@@ -530,7 +531,8 @@ def plan(claims: list[Claim]) -> list[dict]:
       continue
     seen.add(key)
     # One rate is known before the run; a failure still learning is not.
-    gated = c.kind == IMPOSSIBILITY and c.gates.get(stats.HELD) == ONE_RATE
+    gated = (c.kind == IMPOSSIBILITY
+             and c.gates.get(stats.HELD) == gates_lib.ONE_RATE)
     out.append(dict(family=c.family, kind=c.kind, seeds=c.seeds,
                     family_size=sizes[c.family],
                     power=power(c.kind, c.seeds, sizes[c.family],
@@ -539,92 +541,3 @@ def plan(claims: list[Claim]) -> list[dict]:
                     effect=EFFECTS[c.kind],
                     why=c.gates.get(stats.HELD, '') if gated else ''))
   return out
-
-
-# -- trained out: a failure must have stopped learning --------------------------------
-
-FLAT = 0.05  # "flat": the training loss fell by less than 5% over a doubling
-
-
-def loss_before(curves, step: int, seeds, column: str = 'train_loss',
-                **match) -> dict:
-  """Per seed, the mean of `column` over the last tenth of the steps up to
-  `step` (at least the last chunk), from the curves.csv rows matching
-  `match` (model=..., length=..., learning_rate=...)."""
-  out = {}
-  for s in seeds:
-    chunks = sorted((int(r['step']), float(r[column])) for r in curves
-                    if all(str(r[k]) == str(v) for k, v in match.items())
-                    and int(r['seed']) == s and int(r['step']) <= step
-                    and r.get(column, '') != '')
-    if not chunks:
-      continue
-    window = max(step // 10, step - chunks[-1][0] + 1)
-    inside = [v for t, v in chunks if t > step - window] or [chunks[-1][1]]
-    out[s] = float(np.mean(inside))
-  return out
-
-
-def trained_out(curves, seeds, step: int, **match) -> dict:
-  """The trained-out rule, shared by every verdict that says a model failed:
-  the failing `seeds`' training loss (curves.csv rows matching `match`) fell
-  by a median of less than FLAT over the last doubling of steps (step / 2 to
-  `step`). {flat, fall, seeds, step}; with no seed to judge it is flat (no
-  seed failed), with no curve it is not (nothing shows it stopped)."""
-  seeds = list(seeds)
-  if not seeds:
-    return checked([], 0, step)
-  half = loss_before(curves, step // 2, seeds, **match)
-  end = loss_before(curves, step, seeds, **match)
-  return checked([(half[s] - end[s]) / half[s] for s in seeds
-                  if s in half and s in end and half[s] > 0],
-                 len(seeds), step)
-
-
-def accuracy_moved(curves, seeds, step: int, **match) -> float:
-  """The median change of the failing seeds' test accuracy (curves.csv) over
-  the last doubling of steps; nan with no curve."""
-  half = loss_before(curves, step // 2, seeds, column='test_accuracy',
-                     **match)
-  end = loss_before(curves, step, seeds, column='test_accuracy', **match)
-  moves = [end[s] - half[s] for s in seeds if s in half and s in end]
-  return float(np.median(moves)) if moves else math.nan
-
-
-def checked(falls, seeds: int, step: int) -> dict:
-  """The trained-out verdict of per-seed falls (`seeds` judged in all)."""
-  fall = float(np.median(falls)) if falls else float('nan')
-  return {'flat': not seeds or bool(np.isfinite(fall) and fall < FLAT),
-          'fall': fall, 'falls': list(falls), 'seeds': seeds, 'step': step}
-
-
-def last_step(curves, **match) -> int:
-  """The last step the curves.csv rows matching `match` reach (0: none)."""
-  return max((int(r['step']) for r in curves
-              if all(str(r[k]) == str(v) for k, v in match.items())),
-             default=0)
-
-
-def still_learning(check: dict) -> str:
-  """What `measured` says of a failure that is not trained out."""
-  fall = check['fall']
-  return (f'still learning at {check["step"]} steps: the training loss of '
-          f'the {check["seeds"]} failing seeds fell by a median '
-          + (f'{100 * fall:.1f}%' if np.isfinite(fall) else 'n/a (no curve)')
-          + f' over the last doubling (flat: under {FLAT:.0%})')
-
-
-def learning_gate(direction: str, check: dict) -> dict:
-  """{direction: reason} for a claim whose `direction` says a model failed:
-  empty when its failing seeds are trained out (`check`: trained_out's)."""
-  return {} if check['flat'] else {direction: still_learning(check)}
-
-
-ONE_RATE = ('one learning rate: "cannot" needs each model at its best rate '
-            'of a grid (--learning_rates)')
-
-
-def grid_gate(direction: str, rates) -> dict:
-  """{direction: reason} for a claim whose `direction` says a model cannot:
-  empty when a grid of rates was trained (each group at its best)."""
-  return {} if len(rates) > 1 else {direction: ONE_RATE}

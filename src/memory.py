@@ -15,6 +15,7 @@ import numpy as np
 from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
+from src import gates as gates_lib
 from src import models as models_lib
 from src import stats
 from src.claims import Claim
@@ -205,9 +206,9 @@ def plain_gives_way(table: dict, model: str, lengths, window=LESSON_WINDOW,
       undetermined += 1
   gates = {}
   if curves is not None:
-    gates.update(claims_lib.learning_gate(
+    gates.update(gates_lib.learning_gate(
         stats.HELD, failures_trained_out(curves, model, inside)))
-    gates.update(claims_lib.learning_gate(
+    gates.update(gates_lib.learning_gate(
         stats.NOT_HELD, failures_trained_out(curves, model, early)))
   return Claim(
       f'A plain recurrent net ({model}, {models_lib.get(model).init_name}) '
@@ -234,7 +235,7 @@ def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
   {seed: length it failed}) must be trained out."""
   gates = {}
   if curves is not None:
-    gates = claims_lib.learning_gate(stats.NOT_HELD, failures_trained_out(
+    gates = gates_lib.learning_gate(stats.NOT_HELD, failures_trained_out(
         curves, gated, _short(failed, crit_gated, crit_plain)))
   spec = models_lib.get(gated)
   return Claim(
@@ -257,7 +258,7 @@ def as_far_as_attention(model: str, attention: str, crit_model,
   with `curves` they must be trained out."""
   gates = {}
   if curves is not None:
-    gates = claims_lib.learning_gate(stats.NOT_HELD, failures_trained_out(
+    gates = gates_lib.learning_gate(stats.NOT_HELD, failures_trained_out(
         curves, model, _short(failed, crit_model, crit_attention)))
   return Claim(
       f'A parallel linear recurrence ({model}) carries the first symbol as '
@@ -320,11 +321,11 @@ def failures_trained_out(curves, model: str, failures: dict) -> dict:
   falls, step = [], 0
   for L in sorted(set(failures.values())):
     seeds = [s for s, f in failures.items() if f == L]
-    last = claims_lib.last_step(curves, model=model, length=L)
+    last = gates_lib.last_step(curves, model=model, length=L)
     step = max(step, last)
-    falls += claims_lib.trained_out(curves, seeds, last, model=model,
-                                    length=L)['falls']
-  return claims_lib.checked(falls, len(failures), step)
+    falls += gates_lib.trained_out(curves, seeds, last, model=model,
+                                   length=L)['falls']
+  return gates_lib.checked(falls, len(failures), step)
 
 
 # -- wall or budget -----------------------------------------------------------------
@@ -421,7 +422,7 @@ def limit_is_a_wall(rows, curves, model: str, lengths, budgets,
   stuck = [s for s in seeds if not stats.solved(small[model, L][s])]
   stayed = [not stats.solved(large[model, L][s]) for s in stuck]
   still = [s for s, st in zip(stuck, stayed) if st]
-  gates = {**claims_lib.learning_gate(stats.HELD, claims_lib.trained_out(
+  gates = {**gates_lib.learning_gate(stats.HELD, gates_lib.trained_out(
       curves, still, last, model=model, length=L)), **gates}
   return Claim(
       claim, claims_lib.RELIABILITY, WALL_FAMILY,

@@ -118,7 +118,7 @@ MUTANTS = {
         'src/memory.py', 'if n - stats.most_below_half(n) >= need)',
         'if n >= need)'),
     'trained out: a still-falling loss accepted': (
-        'src/claims.py', "'flat': not seeds or bool(np.isfinite(fall) and "
+        'src/gates.py', "'flat': not seeds or bool(np.isfinite(fall) and "
         "fall < FLAT)", "'flat': True"),
     'tuning: the worst rate selected': (
         'src/experiment.py', 'return int(np.argmax(np.nan_to_num(acc, '

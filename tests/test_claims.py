@@ -10,6 +10,7 @@ from scipy import optimize
 from scipy import stats as sps
 
 from src import claims, stats, tasks
+from src import gates as gates_lib
 from src.claims import Claim
 
 
@@ -103,8 +104,8 @@ def test_impossibility_needs_every_seed_below_the_null(accuracy, gates,
 def test_capability_did_not_hold_only_trained_out_at_a_grid():
   e = dict(accuracy=[0.2] * 8, strings=1024, null=0.5)
   assert verdict(claims.CAPABILITY, e).verdict == 'did not hold'
-  gated = verdict(claims.CAPABILITY, e, claims.grid_gate('did not hold',
-                                                         (3e-3,)))
+  gated = verdict(claims.CAPABILITY, e,
+                  gates_lib.grid_gate('did not hold', (3e-3,)))
   assert gated.verdict == 'inconclusive'
 
 
@@ -229,7 +230,7 @@ def test_the_plan_reads_the_claims_it_will_judge():
   planned = [Claim('a', claims.RELIABILITY, 'f', dict(successes=[False] * 24)),
              Claim('b', claims.IMPOSSIBILITY, 'g',
                    dict(accuracy=[0.5] * 8, strings=64, null=0.5),
-                   gates=claims.grid_gate('held', (3e-3,)))]
+                   gates=gates_lib.grid_gate('held', (3e-3,)))]
   rows = claims.plan(planned)
   assert [(r['family'], r['seeds']) for r in rows] == [('f', 24), ('g', 8)]
   assert rows[0]['power'] == pytest.approx(claims.power(claims.RELIABILITY,

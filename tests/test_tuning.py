@@ -4,6 +4,7 @@ failure must be trained out, tests are Holm-adjusted within their family and
 an underpowered test says so."""
 
 import dataclasses
+import functools
 import json
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 import experiments
 from src import claims, experiment, stats
+from src import gates as gates_lib
 from src import config as config_lib
 from tests.helpers import read_csv, run_py
 from tests.test_verdicts import distance_summary, upto
@@ -146,11 +148,12 @@ def curve_rows(model, length, seeds, losses):
 def test_trained_out_reads_the_last_doubling():
   flat = curve_rows('rnn', 20, range(3), [0.70, 0.69, 0.69, 0.69])
   falling = curve_rows('rnn', 20, range(3), [0.70, 0.69, 0.60, 0.40])
-  assert claims.trained_out(flat, [0, 1], 400, model='rnn', length=20)['flat']
-  check = claims.trained_out(falling, [0, 1], 400, model='rnn', length=20)
+  trained_out = functools.partial(gates_lib.trained_out, model='rnn')
+  assert trained_out(flat, [0, 1], 400, length=20)['flat']
+  check = trained_out(falling, [0, 1], 400, length=20)
   assert not check['flat'] and check['fall'] == pytest.approx(1 - 0.4 / 0.69)
-  assert claims.trained_out([], [0], 400, model='rnn')['flat'] is False
-  assert claims.trained_out(falling, [], 400, model='rnn')['flat'] is True
+  assert trained_out([], [0], 400)['flat'] is False
+  assert trained_out(falling, [], 400)['flat'] is True
 
 
 @pytest.mark.parametrize('losses,verdict', [
