@@ -1,5 +1,5 @@
 """One module per `--exp`, each an `experiment.Experiment` (its EXPERIMENT):
-what it measures and claims; `src/experiment.py`'s runner does the rest. A
+what it measures and claims; `src/runner.py` does the rest. A
 new experiment is one file here and its name in EXPERIMENTS (or, from a
 test or a notebook, `register`).
 

@@ -25,6 +25,7 @@ from src import checkpoint as checkpoint_lib
 from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
+from src import runner
 from src import models as models_lib
 from src import provenance
 from src import record
@@ -238,7 +239,7 @@ def merge_claims(parts) -> list[dict]:
   for name, claims in parts:
     figure = f'{name}/{section(name)[1]}'
     for c in claims:
-      text = c['claim'] + experiment.claim_setting(c)
+      text = c['claim'] + runner.claim_setting(c)
       if text not in index:
         index[text] = len(out)
         out.append(dict(experiment=name, claim=text, verdict=c['verdict'],
@@ -458,7 +459,7 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
                                       config.quick))
       out += [f'**{title_}** (part `{name}`): `{command}`', '',
               f'![{name}]({name}/{figure})', '']
-      table = run_dir.path / name / experiment.TABLE_FILE
+      table = run_dir.path / name / runner.TABLE_FILE
       if table.exists() and table.read_text().strip():
         out += ['```', table.read_text().rstrip('\n'), '```', '']
     counts = {}

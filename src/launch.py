@@ -91,17 +91,17 @@ def resolve(flags: Flags, experiments, argv, *,
   config = parse_for(experiment, flags.fields, flags.quick)
   # --exp=all: every part's config as its own process will parse it, its
   # own flags first, the user's on top.
-  from src import experiment as runner  # deferred: it imports jax
+  from src import experiment as experiment_lib  # deferred: it imports jax
   parts = ({name: parse_for(experiments.load(exp), {**own, **flags.fields},
                             flags.quick)
             for name, (exp, own) in experiment.part_fields(config).items()}
-           if isinstance(experiment, runner.Composite) else {})
+           if isinstance(experiment, experiment_lib.Composite) else {})
   workdir = storage.path(flags.workdir or f'runs/{flags.exp}')
   checkpoint_dir = (storage.path(flags.checkpoint_dir) if flags.checkpoint_dir
                     else rundir.default_checkpoint_dir(workdir))
   if check_paths:
     rundir.check(workdir, checkpoint_dir, config, flags.overwrite,
-                 recipes=runner.recipes(experiment, config),
+                 recipes=experiment_lib.recipes(experiment, config),
                  defaults=defaults(experiment, flags.quick))
     if not flags.overwrite:  # each part's stored run, as its process will
       for name, part in parts.items():
@@ -282,6 +282,7 @@ def run(plan: Plan, flags: Flags) -> None:
   own `run` (--exp=all, whose parts run as processes of their own), else
   the shared runner."""
   from src import experiment
+  from src import runner
   if isinstance(plan.experiment, experiment.Composite):
     return run_parent(plan, flags)
   # Before the backend starts: XLA reads XLA_FLAGS once, as it starts.
@@ -317,7 +318,7 @@ def run(plan: Plan, flags: Flags) -> None:
                            plan.config, overwrite=flags.overwrite,
                            extra=extra) as run_dir:
       distributed.sync('run_dir_open')  # process 0 has cleared or locked it
-      experiment.run(plan.experiment, plan.config, run_dir, stop=stop)
+      runner.run(plan.experiment, plan.config, run_dir, stop=stop)
   except config_lib.ConfigError as e:
     fail(str(e))
   except checkpoint_lib.Preempted as e:

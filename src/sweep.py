@@ -1,5 +1,5 @@
 """A group's training as a run records it: checkpoints and resume, the
-progress line, TensorBoard and curves.csv. The runner (`src/experiment.py`)
+progress line, TensorBoard and curves.csv. The runner (`src/runner.py`)
 calls `Sweep.train` for every group it does not skip.
 
 TensorBoard, two logdirs:

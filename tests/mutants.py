@@ -121,7 +121,7 @@ MUTANTS = {
         'src/gates.py', "'flat': not seeds or bool(np.isfinite(fall) and "
         "fall < FLAT)", "'flat': True"),
     'tuning: the worst rate selected': (
-        'src/experiment.py', 'return int(np.argmax(np.nan_to_num(acc, '
+        'src/runner.py', 'return int(np.argmax(np.nan_to_num(acc, '
         'nan=-1.0).mean(axis=1)))', 'return int(np.argmin(np.nan_to_num('
         'acc, nan=-1.0).mean(axis=1)))'),
     'searchlight: the entropy gap\'s sign kept (one direction only)': (
@@ -162,10 +162,10 @@ MUTANTS = {
         'src/costs.py', "'crossover_length': float(a / b) if b > 0 else None",
         "'crossover_length': float(b / a) if b > 0 else None"),
     'by rate: a verdict that differs by rate not shown': (
-        'src/experiment.py', '      if len(set(verdicts.values())) > 1:',
+        'src/runner.py', '      if len(set(verdicts.values())) > 1:',
         '      if False:'),
     'by rate: every rate\'s rows judged together': (
-        'src/experiment.py',
+        'src/runner.py',
         "if float(r.get('learning_rate') or 'nan') == rate]", 'if True]'),
 }
 

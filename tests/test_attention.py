@@ -10,7 +10,7 @@ import pytest
 from flax import nnx
 
 from experiments import attention
-from src import experiment, models, probes, stats, tasks
+from src import models, probes, runner, stats, tasks
 from tests.helpers import read_csv, run_py, scalars
 
 
@@ -78,7 +78,7 @@ def test_rows_label_the_classes_by_their_first_symbol():
   entry = summary['models']['attention']['10']
   assert [p['dispersed'] for p in entry['per_seed']] == ['B', 'B']
   # No ablation in these rows (a run made before it): three claims.
-  a_claim, b_claim, either = experiment.judged(summary['claims'])
+  a_claim, b_claim, either = runner.judged(summary['claims'])
   # Both seeds hold each claim, which 2 seeds cannot make significant.
   two = stats.underpowered(2)
   assert 'above 0.9 in 2 of 2' in a_claim['measured']
@@ -140,7 +140,7 @@ def tiny_run(tmp_path_factory):
 def test_end_to_end_files(tiny_run):
   run, proc = tiny_run
   rows = read_csv(run / 'results.csv')
-  assert list(rows[0]) == experiment.with_rates(
+  assert list(rows[0]) == runner.with_rates(
       attention.COLUMNS)
   assert {r['model'] for r in rows} == {'attention'}
   assert [(r['seed'], r['first_symbol']) for r in rows] == [

@@ -8,7 +8,7 @@ import pytest
 from flax import nnx
 
 from experiments import gradient
-from src import experiment, models, probes, tasks
+from src import models, probes, runner, tasks
 from tests.helpers import assert_figure, read_csv, run_ok, scalars
 
 
@@ -68,11 +68,11 @@ def test_end_to_end(tmp_path):
                               '--lengths=4,8', '--seeds=2', '--steps=20',
                               '--chunk_steps=10', '--batch_size=16',
                               '--bridge_length=8')
-  assert list(rows[0]) == experiment.with_rates(
+  assert list(rows[0]) == runner.with_rates(
       gradient.COLUMNS)
   assert len(rows) == 2 * 2 * 2 * 2  # model, length, seed, phase
   bridge = read_csv(run / 'bridge.csv')
-  assert list(bridge[0]) == experiment.with_rates(gradient.BRIDGE_COLUMNS)
+  assert list(bridge[0]) == runner.with_rates(gradient.BRIDGE_COLUMNS)
   assert len(bridge) == 2 * 2 * 2 * 8  # model, seed, phase, position
   assert all(int(r['distance']) == 7 - int(r['position']) for r in bridge)
   at_pos0 = {(r['model'], r['seed'], r['phase']): float(r['sensitivity'])

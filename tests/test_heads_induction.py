@@ -8,7 +8,7 @@ import pytest
 from flax import nnx
 
 from experiments import heads, induction
-from src import experiment, models, tasks
+from src import models, runner, tasks
 from tests import helpers
 from tests.helpers import assert_figure, read_csv, run_ok, scalars
 
@@ -65,7 +65,7 @@ def test_heads_end_to_end(tmp_path):
   _, rows, summary = run_ok(tmp_path, 'heads', '--heads=1,2', '--lengths=8',
                            '--seeds=2', '--steps=40', '--chunk_steps=20',
                            '--batch_size=16', '--eval_examples=64')
-  assert list(rows[0]) == experiment.with_rates(
+  assert list(rows[0]) == runner.with_rates(
       heads.COLUMNS)
   assert {r['model'] for r in rows} == {'attention'}
   assert [(r['num_heads'], r['seed'], r['head']) for r in rows] == [
@@ -87,12 +87,12 @@ def test_induction_end_to_end(tmp_path):
                            '--seeds=2', '--steps=40', '--chunk_steps=20',
                            '--batch_size=16', '--eval_examples=64',
                            '--learning_rate=3e-3')
-  assert list(rows[0]) == experiment.with_rates(
+  assert list(rows[0]) == runner.with_rates(
       induction.COLUMNS)
   assert {(r['model'], r['num_layers']) for r in rows} == {
       ('attention', '1'), ('attention', '2'), ('lstm', '1')}
   head_rows = read_csv(tmp_path / 'run/heads.csv')
-  assert list(head_rows[0]) == experiment.with_rates(
+  assert list(head_rows[0]) == runner.with_rates(
       induction.HEAD_COLUMNS)
   assert len(head_rows) == 2 * (1 + 2) * 2  # seeds x layers x heads
   for r in head_rows:
@@ -100,7 +100,7 @@ def test_induction_end_to_end(tmp_path):
   # The LSTM reads any length: tested at 2x and 4x; attention's learned
   # positions cannot.
   longer = read_csv(tmp_path / 'run/extrapolation.csv')
-  assert list(longer[0]) == experiment.with_rates(
+  assert list(longer[0]) == runner.with_rates(
       induction.EXTRAPOLATION_COLUMNS)
   assert sorted((r['model'], r['test_length']) for r in longer) == sorted(
       [('lstm', '16')] * 2 + [('lstm', '32')] * 2)
@@ -173,7 +173,7 @@ def test_positive_control_verdicts(accuracy, flat, steps, rates, verdict):
       else (), learning_rate=rates[0])
   claim = induction.control_claim('mamba', two, {'128': {0: 0.5, 1: 0.4}},
                                   check, config)
-  claim, = experiment.judged([claim])
+  claim, = runner.judged([claim])
   assert claim['verdict'] == verdict, claim['measured']
   assert 'at L=128: 0.500 0.400' in claim['measured']
 

@@ -10,7 +10,7 @@ import pytest
 from flax import nnx
 
 from experiments import lstm97
-from src import experiment, models, tasks
+from src import models, runner, tasks
 from src.models import recurrent
 from tests import helpers
 
@@ -119,7 +119,7 @@ def test_experiment_end_to_end(tmp_path):
 ])
 def test_the_papers_claim_has_a_known_answer(solved, steps, verdict):
   config = dataclasses.replace(lstm97.DEFAULTS, steps=steps)
-  claim, = experiment.judged([lstm97.trial_claim('lstm97', 100, solved,
+  claim, = runner.judged([lstm97.trial_claim('lstm97', 100, solved,
                                                  config)])
   assert claim['verdict'] == verdict, claim['measured']
 

@@ -11,7 +11,7 @@ import pytest
 from flax import nnx
 
 from experiments import recall
-from src import experiment, models, tasks
+from src import models, runner, tasks
 from src import train as train_lib
 from src.config import ConfigError
 from tests.helpers import assert_figure, run_ok
@@ -140,7 +140,7 @@ CONFIG = dataclasses.replace(recall.DEFAULTS, models=('attention', 'lru'),
 
 
 def claims_of(rows, curves):
-  out = experiment.judged(recall.summarize(CONFIG, rows, curves)['claims'])
+  out = runner.judged(recall.summarize(CONFIG, rows, curves)['claims'])
   kind = lambda c: ('share' if 'smaller share' in c['claim'] else 'pairs'
                     if 'additional pairs' in c['claim'] else 'grows'
                     if 'needs' in c['claim'] else 'recalls')
@@ -214,7 +214,7 @@ def test_underpowered_with_few_seeds():
   rows = table({('attention', P, w): 1.0 for P in (4, 16) for w in (16, 64)},
                seeds=3)
   config = dataclasses.replace(CONFIG, models=('attention',))
-  [claim] = experiment.judged(recall.summarize(config, rows, [])['claims'])
+  [claim] = runner.judged(recall.summarize(config, rows, [])['claims'])
   assert claim['verdict'].startswith('inconclusive (underpowered')
   assert claim['p_min'] == pytest.approx(0.8 ** 3)  # all 3 at the bar
 

@@ -11,7 +11,7 @@ import pytest
 from flax import nnx
 
 from experiments import routing
-from src import experiment, models, stats, tasks
+from src import models, runner, stats, tasks
 from tests.helpers import ROOT, assert_figure, read_csv, run_script
 
 
@@ -176,7 +176,7 @@ def _row(seeds, chance=0.5):
 
 
 def judge(claim):
-  c, = experiment.judged([claim])
+  c, = runner.judged([claim])
   return c
 
 
@@ -271,7 +271,7 @@ def test_routing_end_to_end(tmp_path):
   assert proc.returncode == 0, proc.stderr[-3000:]
   run = tmp_path / 'run'
   rows = read_csv(run / 'results.csv')
-  assert list(rows[0]) == experiment.with_rates(routing.COLUMNS)
+  assert list(rows[0]) == runner.with_rates(routing.COLUMNS)
   assert [(r['task'], r['seed']) for r in rows] == [('xor_fixed', '0'),
                                                      ('xor_fixed', '1')]
   heads = read_csv(run / 'heads.csv')

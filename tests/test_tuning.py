@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import experiments
-from src import claims, experiment, stats
+from src import claims, experiment, runner, stats
 from src import gates as gates_lib
 from src import config as config_lib
 from tests.helpers import read_csv, run_py
@@ -45,9 +45,9 @@ def jax_leaves(tree):
 def test_select_rate_takes_the_best_mean_validation_accuracy():
   # rates x seeds: the second rate is best on average, not on every seed
   val = [0.5, 1.0, 0.5, 0.9, 0.9, 0.9, 1.0, 0.5, 0.5]
-  assert experiment.select_rate(val, 3) == 1
-  assert experiment.select_rate([0.7, 0.7, 0.7, 0.7], 2) == 0  # tie: first
-  assert experiment.select_rate([np.nan, 1.0, 0.6, 0.6], 2) == 1
+  assert runner.select_rate(val, 3) == 1
+  assert runner.select_rate([0.7, 0.7, 0.7, 0.7], 2) == 0  # tie: first
+  assert runner.select_rate([np.nan, 1.0, 0.6, 0.6], 2) == 1
 
 
 def test_a_model_that_learns_at_one_rate_only_is_judged_at_it(tmp_path):
@@ -103,12 +103,12 @@ def test_a_verdict_that_depends_on_the_rate_is_shown_at_each_rate():
   rows = [{'learning_rate': '0.001', 'solved': '1', 'L': '5'},
           {'learning_rate': '0.01', 'solved': '0', 'L': '20'}] * 2
   curves = [{'learning_rate': r['learning_rate']} for r in rows]
-  by_rate = experiment.verdicts_by_rate(_RateModule, config, rows,
+  by_rate = runner.verdicts_by_rate(_RateModule, config, rows,
                                         experiment.Measured(curves=curves))
   assert by_rate == {'0.001': [('it solves', ' (L=5)', 'held')],
                      '0.01': [('it solves', ' (L=20)', 'did not hold')]}
-  claim, = experiment.with_rate_verdicts(
-      experiment.judged(_RateModule.summarize(config, rows[:1])['claims']),
+  claim, = runner.with_rate_verdicts(
+      runner.judged(_RateModule.summarize(config, rows[:1])['claims']),
       by_rate)
   assert claim['verdict'] == 'held'
   assert claim['by_rate'] == {'0.001': 'held',
@@ -118,13 +118,13 @@ def test_a_verdict_that_depends_on_the_rate_is_shown_at_each_rate():
   # Verdicts that agree leave `measured` as it was; one rate: none.
   same = {'0.001': [('it solves', ' (L=5)', 'held')],
           '0.01': [('it solves', ' (L=5)', 'held')]}
-  claim, = experiment.with_rate_verdicts(
-      experiment.judged(_RateModule.summarize(config, rows[:1])['claims']),
+  claim, = runner.with_rate_verdicts(
+      runner.judged(_RateModule.summarize(config, rows[:1])['claims']),
       same)
   assert claim['measured'] == '1 rows' and claim['by_rate'] == {
       '0.001': 'held', '0.01': 'held'}
   one = dataclasses.replace(config, learning_rates=(1e-3,))
-  assert experiment.verdicts_by_rate(_RateModule, one, rows,
+  assert runner.verdicts_by_rate(_RateModule, one, rows,
                                     experiment.Measured()) == {}
 
 
@@ -167,7 +167,7 @@ def test_a_still_falling_loss_turns_a_failure_inconclusive(losses, verdict):
   curves = [c for L in lengths for c in curve_rows('rnn', L, range(8), losses)]
   summary = distance_summary({'attention': upto(1000), 'rnn': upto(10)},
                              lengths, curves=curves)
-  claim, = [c for c in experiment.judged(summary['claims'])
+  claim, = [c for c in runner.judged(summary['claims'])
             if 'gives way' in c['claim']]
   # 8 of 8 seeds (p = 1/256), but a failure still learning stays
   # inconclusive, and says why.
@@ -186,7 +186,7 @@ def test_a_gating_failure_still_learning_is_inconclusive():
     curves = [c for L in lengths
               for c in curve_rows('lstm_chrono', L, range(8), losses)]
     summary = distance_summary(acc, lengths, curves=curves)
-    judged, = [c for c in experiment.judged(summary['claims'])
+    judged, = [c for c in runner.judged(summary['claims'])
                if 'Gating' in c['claim']]
     assert judged['verdict'] == verdict, judged['measured']
 

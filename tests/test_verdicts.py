@@ -8,7 +8,7 @@ import pytest
 
 from experiments import (attention, budget, cost, distance, gating, gradient,
                          heads, induction)
-from src import claims, experiment, memory, stats
+from src import claims, experiment, memory, runner, stats
 
 SEEDS = 8
 
@@ -33,7 +33,7 @@ def upto(limit, low=0.5):
 def by_claim(summary, text):
   """The claims whose sentence has `text`, judged as the runner judges them
   (each kind's test, Holm within its family)."""
-  return [c for c in experiment.judged(summary['claims'])
+  return [c for c in runner.judged(summary['claims'])
           if text in c['claim']]
 
 
@@ -176,7 +176,7 @@ def budget_case(small, large, loss_half, loss_end, seeds=WALL_SEEDS,
       for L in lengths for s in range(seeds) for t in range(50, 401, 50)]
   config = dataclasses.replace(budget.DEFAULTS, models=('rnn',),
                                lengths=lengths, budgets=budgets, seeds=seeds)
-  claim, = experiment.judged(budget.EXPERIMENT.summarize(
+  claim, = runner.judged(budget.EXPERIMENT.summarize(
       config, rows, experiment.Measured(curves=curves))['claims'])
   return claim
 
@@ -238,7 +238,7 @@ def test_wall_l_star_is_where_training_stopped_moving_it():
             for t in range(50, 401, 50)]
   config = dataclasses.replace(budget.DEFAULTS, models=('rnn',),
                                lengths=lengths, budgets=budgets, seeds=20)
-  claim, = experiment.judged(budget.EXPERIMENT.summarize(
+  claim, = runner.judged(budget.EXPERIMENT.summarize(
       config, rows, experiment.Measured(curves=curves))['claims'])
   assert claim['length'] == 20 and claim['start_budget'] == 200
   assert claim['verdict'] == 'held', claim['measured']
@@ -582,7 +582,7 @@ def test_heads_specialise(roles, verdict):
   config = dataclasses.replace(heads.DEFAULTS, heads=(1, 2), lengths=(16,),
                                seeds=SEEDS)
   summary = heads.summarize(config, heads_rows(roles))
-  claim, = experiment.judged(summary['claims'])
+  claim, = runner.judged(summary['claims'])
   assert claim['verdict'] == verdict, claim['measured']
   assert summary['models']['attention']['num_heads']['1']['accuracy'] == 0.75
 
@@ -638,7 +638,7 @@ def test_every_verdict_is_one_of_three_and_names_its_test():
   decided by its kind's test, with a p-value."""
   summary = distance_summary({'attention': upto(1000), 'lstm': upto(10),
                               'rnn': upto(20), 'lstm_chrono': upto(50)})
-  for c in experiment.judged(summary['claims']):
+  for c in runner.judged(summary['claims']):
     assert (c['verdict'] in (stats.HELD, stats.NOT_HELD, stats.INCONCLUSIVE)
             or c['verdict'].startswith('inconclusive (underpowered: ')), c
     assert c['note'] and c['test'] and 0 < c['p'] <= 1 and c['family']
