@@ -32,6 +32,7 @@ from src import models as models_lib
 from src import probes
 from src import rundir
 from src import storage
+from src import sweep
 from src import tasks as tasks_lib
 from src import train as train_lib
 from src.checkpoint import GroupCheckpoints
@@ -290,7 +291,7 @@ def load_seed(run, group: str, seed: int, checkpoint_dir=None,
     if not steps:
       raise NotFound(f'no checkpoint of {group} in {folder}')
     ensemble = train_lib.build(recipe)
-    step, state = train_lib.restore(ensemble, checkpoints)
+    step, state = sweep.restore(ensemble, checkpoints)
   finally:
     checkpoints.close()
   if state is None:

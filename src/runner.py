@@ -29,7 +29,6 @@ from src import rundir
 from src import storage
 from src import sweep
 from src import tasks as tasks_lib
-from src import train as train_lib
 
 
 def run(module, config, run_dir, *, stop=None) -> dict:
@@ -129,7 +128,7 @@ class _CompileAhead:
     done = [b for b in (group.budgets or ()) if b < min(budgets)]
     sizes, start = set(), max(done, default=0)
     for budget in budgets:
-      sizes.update(train_lib.chunks(start, budget, self.config.chunk_steps))
+      sizes.update(sweep.chunks(start, budget, self.config.chunk_steps))
       start = budget
     self._pool.submit(ensemble.compile_ahead, sorted(sizes),
                       self.eval_examples)
@@ -381,7 +380,7 @@ def _restore_params(ensemble, folder, workdir):
   rundir.check_recipe(folder, ensemble.recipe, workdir)
   checkpoints = checkpoint_lib.GroupCheckpoints(folder)
   try:
-    _, state = train_lib.restore(ensemble, checkpoints)
+    _, state = sweep.restore(ensemble, checkpoints)
   finally:
     checkpoints.close()
   return None if state is None else state['params']

@@ -1,6 +1,8 @@
 """A group's training as a run records it: checkpoints and resume, the
 progress line, TensorBoard and curves.csv. The runner (`src/runner.py`)
-calls `Sweep.train` for every group it does not skip.
+calls `Sweep.train` for every group it does not skip; `fit` runs its chunks
+(the Python loop runs only between them: it logs, checkpoints and listens
+for preemption there).
 
 TensorBoard, two logdirs:
   tb/overview/           what to open first (few runs, every one ticked):
@@ -27,6 +29,7 @@ Every scalar tag carries a display name and a description (`describe`).
 import dataclasses
 import functools
 import re
+import signal
 import time
 from typing import Callable
 
@@ -253,7 +256,7 @@ class Sweep:
       rundir.claim_group(folder, ensemble.recipe, run.path,
                          is_writer=run.is_writer)
     checkpoints = checkpoint_lib.GroupCheckpoints(folder)
-    start, state = train_lib.resume_or_init(ensemble, checkpoints)
+    start, state = resume_or_init(ensemble, checkpoints)
     if start and start < steps:
       self.progress.say(f'{group.name}: resuming from step {start} '
                         f'(training to step {steps})')
@@ -329,7 +332,7 @@ class Sweep:
                   f'loss {np.nanmean(loss_MxT[:, -1]):.3f}')
 
     try:
-      state = train_lib.fit(
+      state = fit(
           ensemble, state, start, steps=steps,
           chunk_steps=config.chunk_steps, checkpoints=checkpoints,
           checkpoint_every=config.checkpoint_every, on_chunk=log_chunk,
@@ -386,3 +389,72 @@ class Sweep:
       writer.add_scalar(f'finding/solved_by_model/{series}', solved,
                         group.length)
     writer.close()
+
+
+# -- the chunks of one group: resume, train, checkpoint, stop ------------------
+
+def restore(ensemble: train_lib.Ensemble, checkpoints):
+  """(step, state) of the latest good checkpoint, placed on this run's seed
+  axis, or (0, None). A checkpoint from a run on another number of devices
+  restores too."""
+  step, state = checkpoints.restore_latest(
+      lambda step: ensemble.abstract_state(checkpoints.saved_seeds(step)))
+  if state is None:
+    return 0, None
+  # Restored leaves may land on one device: place them on the seed axis.
+  return step, ensemble.place(ensemble.repad(state))
+
+
+def resume_or_init(ensemble: train_lib.Ensemble, checkpoints=None):
+  """Returns (start_step, state): the latest good checkpoint, else step 0."""
+  if checkpoints is not None:
+    step, state = restore(ensemble, checkpoints)
+    if state is not None:
+      return step, state
+  return 0, ensemble.init()
+
+
+def chunks(start_step: int, steps: int, chunk_steps: int) -> list[int]:
+  """The steps of each chunk `fit` trains from `start_step` to `steps`."""
+  return [min(chunk_steps, steps - step)
+          for step in range(start_step, steps, chunk_steps)]
+
+
+def fit(ensemble: train_lib.Ensemble, state, start_step: int, *, steps: int,
+        chunk_steps: int, checkpoints=None, checkpoint_every: int = 0,
+        on_chunk: Callable[[int, dict], None] | None = None, stop=None,
+        where: str = ''):
+  """Trains from `start_step` to `steps` in chunks; returns the final state.
+
+  `on_chunk(step, metrics_SxT)` sees each chunk's per-step metrics after the
+  next chunk is already dispatched, so the device never waits on the host.
+  Checkpoints are saved every `checkpoint_every` steps (at chunk boundaries)
+  and at the end; on a stop request the state is saved and `Preempted` raised.
+  """
+  step, last_saved, pending = start_step, start_step, None
+
+  def log_pending():
+    nonlocal pending
+    if pending is not None and on_chunk is not None:
+      on_chunk(*pending)
+    pending = None
+
+  for num_steps in chunks(start_step, steps, chunk_steps):
+    state, metrics = ensemble.train_chunk(state, step, num_steps)
+    step += num_steps
+    log_pending()
+    pending = (step, metrics)
+    # Every process stops at the same boundary, whichever got the signal.
+    stopping = stop is not None and distributed.any_process(stop.requested)
+    due = checkpoint_every and step - last_saved >= checkpoint_every
+    if checkpoints is not None and (due or stopping or step == steps):
+      # Log up to the step saved first: a resume starts after it, and must
+      # find everything before it already written.
+      log_pending()
+      checkpoints.save(step, state)
+      last_saved = step
+    if stopping:
+      log_pending()
+      raise checkpoint_lib.Preempted(stop.signum or signal.SIGTERM, f'{where} step {step}')
+  log_pending()
+  return state

@@ -5,8 +5,7 @@ seed) pair, rate-major) sharded over the devices, steps run in `lax.scan`
 chunks, training strings are drawn on the device from `fold_in(key, step)`,
 and the train state is donated. Member (r, s) starts from seed s's
 initialisation and draws seed s's strings, so the rates of a seed are paired.
-The Python loop only runs between chunks: it logs, checkpoints and listens
-for preemption there.
+`sweep.fit` runs the chunks.
 
 Shape legend: S members (seeds, or (rate, seed) pairs: the ensemble axis), B
 batch, L length, T steps in a chunk.
@@ -14,7 +13,6 @@ batch, L length, T steps in a chunk.
 
 import concurrent.futures
 import functools
-import signal
 import threading
 import time
 from typing import Any, Callable
@@ -28,8 +26,8 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 from src import distributed
 from src import models as models_lib
+from src import optimizers
 from src import tasks as tasks_lib
-from src.checkpoint import Preempted
 
 SEED_AXIS = 'seeds'
 
@@ -77,93 +75,6 @@ def member_seeds(num_seeds: int, num_rates: int, padded: int) -> np.ndarray:
   real = num_seeds * num_rates
   return np.concatenate([np.tile(np.arange(num_seeds), num_rates),
                          np.arange(real, padded)]).astype(np.int32)
-
-
-def adam(learning_rate, b1: float = 0.9, b2: float = 0.999,
-         eps: float = 1e-8) -> optax.GradientTransformation:
-  """Adam as `optax.adam` computes it, with the bias corrections applied as
-  explicit reciprocals. optax divides by a per-seed scalar, and XLA rewrites
-  that division into a reciprocal multiply in some programs (one device) but
-  not in others (several), which made 1-device and 4-device runs differ in the
-  last bit. Tests check it against `optax.adam`. `learning_rate` may be a
-  traced scalar (a member's rate on the ensemble axis)."""
-  def init(params):
-    zeros = lambda: jax.tree.map(jnp.zeros_like, params)
-    return optax.ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=zeros(),
-                                  nu=zeros())
-
-  def update(grads, state, params=None):
-    del params
-    count = optax.safe_int32_increment(state.count)
-    mu = jax.tree.map(lambda m, g: (1 - b1) * g + b1 * m, state.mu, grads)
-    nu = jax.tree.map(lambda v, g: (1 - b2) * (g * g) + b2 * v, state.nu, grads)
-    t = count.astype(jnp.float32)
-    inv1, inv2 = 1 / (1 - b1**t), 1 / (1 - b2**t)
-    updates = jax.tree.map(
-        lambda m, v: -learning_rate * ((m * inv1) / (jnp.sqrt(v * inv2) + eps)),
-        mu, nu)
-    return updates, optax.ScaleByAdamState(count=count, mu=mu, nu=nu)
-
-  return optax.GradientTransformation(init, update)
-
-
-# The optimisers a recipe may name (`make_optimizer`; none: Adam at a
-# constant rate, as every recipe before the option).
-
-
-def adamw(learning_rate, weight_decay: float, *, schedule: str = 'constant',
-          decay_steps: int = 1, b1: float = 0.9, b2: float = 0.999,
-          eps: float = 1e-8) -> optax.GradientTransformation:
-  """AdamW (Loshchilov & Hutter 2019) as `optax.adamw` computes it: the
-  Adam direction plus `weight_decay` times the parameter, scaled by the
-  rate; with schedule='cosine' the rate falls as optax's
-  `cosine_decay_schedule(learning_rate, decay_steps)` from the first update
-  to 0 at `decay_steps`. The bias corrections as in `adam`."""
-  base = adam(1.0, b1, b2, eps)
-
-  def rate(count):
-    if schedule == 'constant':
-      return learning_rate
-    t = jnp.minimum(count.astype(jnp.float32), decay_steps) / decay_steps
-    return learning_rate * 0.5 * (1 + jnp.cos(jnp.pi * t))
-
-  def update(grads, state, params):
-    lr = rate(state.count)  # the count before this update, as optax's
-    direction, state = base.update(grads, state)
-    updates = jax.tree.map(lambda d, p: lr * (d - weight_decay * p),
-                           direction, params)
-    return updates, state
-
-  return optax.GradientTransformation(base.init, update)
-
-
-def sgd(learning_rate) -> optax.GradientTransformation:
-  """Plain gradient descent at a constant rate (LSTM'97's on-line
-  updates): an Adam-shaped state, so every optimiser checkpoints alike."""
-  base = adam(1.0)
-
-  def update(grads, state, params=None):
-    del params
-    _, state = base.update(grads, state)  # the count, for the record
-    return jax.tree.map(lambda g: -learning_rate * g, grads), state
-
-  return optax.GradientTransformation(base.init, update)
-
-
-def make_optimizer(spec: dict | None,
-                   learning_rate) -> optax.GradientTransformation:
-  """The optimiser a recipe's `optimizer` names, at `learning_rate`: None is
-  Adam at a constant rate; {'name': 'adamw', 'weight_decay', 'schedule',
-  'decay_steps'} AdamW; {'name': 'sgd'} gradient descent."""
-  name = (spec or {}).get('name', 'adam')
-  if name == 'sgd':
-    return sgd(learning_rate)
-  if name == 'adam' and not (spec or {}).get('weight_decay') and (
-      spec or {}).get('schedule', 'constant') == 'constant':
-    return adam(learning_rate)
-  return adamw(learning_rate, spec.get('weight_decay', 0.0),
-               schedule=spec.get('schedule', 'constant'),
-               decay_steps=spec.get('decay_steps', 1))
 
 
 # Multipliers of the per-epoch shuffle of a fixed training set (primes below
@@ -309,7 +220,7 @@ class Ensemble:
         nnx.eval_shape(lambda: model_fn(rngs=nnx.Rngs(0))))
     self.num_params = sum(x.size for x in jax.tree.leaves(abstract_params))
     # Its state: the same at any rate.
-    self.tx = make_optimizer(optimizer, self.learning_rates[0])
+    self.tx = optimizers.make(optimizer, self.learning_rates[0])
     self.model_fn = model_fn
     index = member_seeds(num_seeds, len(self.learning_rates), self.padded)
     init_keys, data_keys = seed_keys(seed, self.padded, index)
@@ -340,7 +251,7 @@ class Ensemble:
   def _train_chunk(self, state, data_keys_S, rates_S, start_step, num_steps):
     def one_seed(seed_state, data_key, rate):
       step = functools.partial(
-          train_step, self.graphdef, make_optimizer(self.optimizer, rate),
+          train_step, self.graphdef, optimizers.make(self.optimizer, rate),
           self.task, self.batch_size, data_key=data_key,
           train_strings=self.train_strings,
           stopped=seed_state.get('stopped'))
@@ -642,70 +553,3 @@ def _chunked_loss_and_accuracy(model, tokens_BxL, labels_B, chunks=None):
   # Chunks not run stay 0: the sum over all M is the sum over those run.
   per_chunk = jax.lax.fori_loop(0, chunks, one, zeros)
   return jax.tree.map(lambda x: x.sum(0) / chunks, per_chunk)
-
-
-def restore(ensemble: Ensemble, checkpoints):
-  """(step, state) of the latest good checkpoint, placed on this run's seed
-  axis, or (0, None). A checkpoint from a run on another number of devices
-  restores too."""
-  step, state = checkpoints.restore_latest(
-      lambda step: ensemble.abstract_state(checkpoints.saved_seeds(step)))
-  if state is None:
-    return 0, None
-  # Restored leaves may land on one device: place them on the seed axis.
-  return step, ensemble.place(ensemble.repad(state))
-
-
-def resume_or_init(ensemble: Ensemble, checkpoints=None):
-  """Returns (start_step, state): the latest good checkpoint, else step 0."""
-  if checkpoints is not None:
-    step, state = restore(ensemble, checkpoints)
-    if state is not None:
-      return step, state
-  return 0, ensemble.init()
-
-
-def chunks(start_step: int, steps: int, chunk_steps: int) -> list[int]:
-  """The steps of each chunk `fit` trains from `start_step` to `steps`."""
-  return [min(chunk_steps, steps - step)
-          for step in range(start_step, steps, chunk_steps)]
-
-
-def fit(ensemble: Ensemble, state, start_step: int, *, steps: int,
-        chunk_steps: int, checkpoints=None, checkpoint_every: int = 0,
-        on_chunk: Callable[[int, dict], None] | None = None, stop=None,
-        where: str = ''):
-  """Trains from `start_step` to `steps` in chunks; returns the final state.
-
-  `on_chunk(step, metrics_SxT)` sees each chunk's per-step metrics after the
-  next chunk is already dispatched, so the device never waits on the host.
-  Checkpoints are saved every `checkpoint_every` steps (at chunk boundaries)
-  and at the end; on a stop request the state is saved and `Preempted` raised.
-  """
-  step, last_saved, pending = start_step, start_step, None
-
-  def log_pending():
-    nonlocal pending
-    if pending is not None and on_chunk is not None:
-      on_chunk(*pending)
-    pending = None
-
-  for num_steps in chunks(start_step, steps, chunk_steps):
-    state, metrics = ensemble.train_chunk(state, step, num_steps)
-    step += num_steps
-    log_pending()
-    pending = (step, metrics)
-    # Every process stops at the same boundary, whichever got the signal.
-    stopping = stop is not None and distributed.any_process(stop.requested)
-    due = checkpoint_every and step - last_saved >= checkpoint_every
-    if checkpoints is not None and (due or stopping or step == steps):
-      # Log up to the step saved first: a resume starts after it, and must
-      # find everything before it already written.
-      log_pending()
-      checkpoints.save(step, state)
-      last_saved = step
-    if stopping:
-      log_pending()
-      raise Preempted(stop.signum or signal.SIGTERM, f'{where} step {step}')
-  log_pending()
-  return state

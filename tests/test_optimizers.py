@@ -9,7 +9,7 @@ import optax
 import pytest
 from flax import nnx
 
-from src import models, tasks, train
+from src import models, optimizers, tasks, train
 
 
 def params_and_grads(seed=0):
@@ -34,7 +34,7 @@ def test_adamw_is_optaxs(schedule):
   params, grads = params_and_grads()
   rate = (3e-3 if schedule == 'constant'
           else optax.cosine_decay_schedule(3e-3, 5))
-  ours = run(train.make_optimizer(
+  ours = run(optimizers.make(
       {'name': 'adamw', 'weight_decay': 0.1, 'schedule': schedule,
        'decay_steps': 5}, 3e-3), params, grads)
   theirs = run(optax.adamw(rate, weight_decay=0.1), params, grads)
@@ -44,11 +44,11 @@ def test_adamw_is_optaxs(schedule):
 
 def test_sgd_and_default_adam():
   params, grads = params_and_grads(1)
-  ours = run(train.make_optimizer({'name': 'sgd'}, 0.5), params, grads)
+  ours = run(optimizers.make({'name': 'sgd'}, 0.5), params, grads)
   expected = jax.tree.map(lambda p, *g: p - 0.5 * sum(g), params, *grads)
   for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(expected)):
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
-  ours = run(train.make_optimizer(None, 1e-2), params, grads)
+  ours = run(optimizers.make(None, 1e-2), params, grads)
   theirs = run(optax.adam(1e-2), params, grads)
   for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs)):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
