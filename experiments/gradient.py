@@ -41,6 +41,7 @@ from src import stats
 from src import experiment
 from src import claims as claims_lib
 from src import config as config_lib
+from src import streams
 from src import tasks as tasks_lib
 from src.claims import Claim
 from src.config import Config
@@ -437,7 +438,7 @@ class Gradient(experiment.Experiment):
     probe = (probes.margin_profile if group.length == config.bridge_length
              else probes.margin_sensitivity)
     bridge = lambda params: ensemble.measure(
-        params, probe, stream=tasks_lib.PROBE_STREAM,
+        params, probe, stream=streams.PROBE_STREAM,
         num_examples=PROBE_EXAMPLES)
     init, trained = bridge(ensemble.init()['params']), bridge(params)
     return {'init': init, 'trained': trained, 'accuracy': trained['accuracy']}

@@ -32,6 +32,7 @@ from src import models as models_lib
 from src import probes
 from src import rundir
 from src import storage
+from src import streams
 from src import sweep
 from src import tasks as tasks_lib
 from src import train as train_lib
@@ -151,7 +152,7 @@ class Seed:
     (its data key's evaluation stream, as `Ensemble.measure` draws them)."""
     _, data_keys = train_lib.seed_keys(self.run.groups[self.group]['seed'],
                                        self.seed + 1)
-    key = tasks_lib.stream_key(data_keys[self.seed], tasks_lib.EVAL_STREAM)
+    key = streams.stream_key(data_keys[self.seed], streams.EVAL_STREAM)
     tokens, labels = self.task.sample(key, self._num_examples(num_examples))
     return np.asarray(tokens), np.asarray(labels)
 

@@ -27,8 +27,8 @@ from src import experiment
 from src import record
 from src import rundir
 from src import storage
+from src import streams
 from src import sweep
-from src import tasks as tasks_lib
 
 
 def run(module, config, run_dir, *, stop=None) -> dict:
@@ -285,7 +285,7 @@ def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
   if module.probe_at_start and g.probe is not None and not any(
       mine(r) and r['step'] == '0' for r in measurements.rows):
     at_start = ensemble.measure(
-        ensemble.init()['params'], g.probe, stream=tasks_lib.PROBE_STREAM,
+        ensemble.init()['params'], g.probe, stream=streams.PROBE_STREAM,
         num_examples=g.probe_examples)
     measurements.append(measurement_rows(g, rates, 0, at_start))
 
@@ -310,7 +310,7 @@ def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
   validation = None
   if len(rates) > 1:  # fresh strings neither training nor the tests see
     validation = ensemble.evaluate(
-        params, stream=tasks_lib.VALIDATION_STREAM,
+        params, stream=streams.VALIDATION_STREAM,
         num_examples=config.eval_examples)['accuracy']
   selected = 0 if validation is None else select_rate(validation, S)
   wall_s = trained.wall_s + time.perf_counter() - start

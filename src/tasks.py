@@ -2,12 +2,7 @@
 
 Shape legend: B batch, L sequence length.
 
-The strings are drawn from a counter-based hash of the key's two words and
-each element's index (`lowbias32`, a bijective 32-bit mixer), not from
-`jax.random`: the same determinism (every string is a function of seed,
-stream, step and position), one fused elementwise op that compiles in a
-fraction of threefry's time in every program that draws data
-(docs/ENGINEERING.md). Parameters are still initialised with `jax.random`.
+The strings are drawn by `src/streams.py` (counter-based, on the device).
 
 The memory task (the lesson's panel): position 0 holds `A` or `B`, positions
 1..L-2 hold neutral filler drawn at random, position L-1 holds the query
@@ -17,7 +12,6 @@ marker, and the label is the first symbol (0 for `A`, 1 for `B`).
 import contextlib
 import dataclasses
 import functools
-import math
 import os
 import sys
 from typing import Callable
@@ -26,57 +20,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from src import streams
+
 A, B, QUERY = 0, 1, 2  # token ids of the two first symbols and the query marker
 DECOY_KEY = 0xDEC0  # folded into a batch key for the decoys' own draws
 FIRST_FILLER = 3  # memory task: filler ids FIRST_FILLER .. FIRST_FILLER + num_filler - 1
 MIN_LENGTH = 3  # first symbol, at least one filler, query
-
-# Independent data streams drawn from one seed's data key: training, the
-# final test, the experiments' probes, the test curve during training, and
-# the validation strings a learning rate is selected on.
-TRAIN_STREAM, EVAL_STREAM, PROBE_STREAM, CURVE_STREAM = 0, 1, 2, 3
-VALIDATION_STREAM = 4
-
-
-def _mix(x):
-  """lowbias32 (C. Wellons): a bijection on uint32 with strong avalanche."""
-  x = x ^ (x >> 16)
-  x = x * jnp.uint32(0x7FEB352D)
-  x = x ^ (x >> 15)
-  x = x * jnp.uint32(0x846CA68B)
-  return x ^ (x >> 16)
-
-
-def fold_in(key: jax.Array, n) -> jax.Array:
-  """A new key for each integer `n` (like `jax.random.fold_in`)."""
-  w = jax.random.key_data(key)
-  n = jnp.asarray(n).astype(jnp.uint32)
-  a = _mix(w[..., 0] ^ _mix(n + jnp.uint32(0x9E3779B9)))
-  b = _mix(w[..., 1] + a)
-  return jax.random.wrap_key_data(jnp.stack([a, b], -1))
-
-
-def split(key: jax.Array, num: int) -> list[jax.Array]:
-  return [fold_in(key, 0x51ED0000 + i) for i in range(num)]
-
-
-def random_bits(key: jax.Array, shape) -> jax.Array:
-  """uint32 words, one per element, each a hash of the key and its index."""
-  w = jax.random.key_data(key)
-  index = jnp.arange(math.prod(shape), dtype=jnp.uint32).reshape(shape)
-  return _mix(_mix(index ^ w[..., 0]) + w[..., 1])
-
-
-def randint(key: jax.Array, shape, low: int, high):
-  """Integers in [low, high) (bias below (high - low) / 2**32)."""
-  span = (jnp.asarray(high) - low).astype(jnp.uint32)
-  return (low + random_bits(key, shape) % span).astype(jnp.int32)
-
-
-def coin(key: jax.Array, shape) -> jax.Array:
-  """0 or 1 with probability 1/2 each (the top bit)."""
-  return (random_bits(key, shape) >> 31).astype(jnp.int32)
-
 
 def vocab_size(num_filler: int) -> int:
   return FIRST_FILLER + num_filler
@@ -100,35 +49,20 @@ def memory_batch(key: jax.Array, batch_size: int, length: int,
   same strings as before the option existed (the decoys have their own
   keys)."""
   check_length(length)
-  key_symbol, key_filler = split(key, 2)
-  first_symbol = coin(key_symbol, (batch_size,))
-  filler = randint(key_filler, (batch_size, length - 2), FIRST_FILLER,
-                   FIRST_FILLER + num_filler)
+  key_symbol, key_filler = streams.split(key, 2)
+  first_symbol = streams.coin(key_symbol, (batch_size,))
+  filler = streams.randint(key_filler, (batch_size, length - 2),
+                           FIRST_FILLER, FIRST_FILLER + num_filler)
   if decoys:
-    key_where, key_which = split(fold_in(key, DECOY_KEY), 2)
+    key_where, key_which = streams.split(streams.fold_in(key, DECOY_KEY), 2)
     shape = (batch_size, length - 2)
     # random_bits are uniform on 2^32: a decoy where they fall below it.
-    where = random_bits(key_where, shape) < jnp.uint32(
+    where = streams.random_bits(key_where, shape) < jnp.uint32(
         min(int(decoys * 2**32), 2**32 - 1))
-    filler = jnp.where(where, coin(key_which, shape), filler)
+    filler = jnp.where(where, streams.coin(key_which, shape), filler)
   query = jnp.full((batch_size, 1), QUERY, jnp.int32)
   tokens = jnp.concatenate([first_symbol[:, None], filler, query], axis=1)
   return tokens, first_symbol
-
-
-def stream_key(data_key: jax.Array, stream: int) -> jax.Array:
-  """Key of one data stream; training folds the step in on top of it."""
-  return fold_in(data_key, stream)
-
-
-def train_key(data_key: jax.Array, step) -> jax.Array:
-  """Training strings at `step`: a resumed run draws exactly the same ones."""
-  return fold_in(stream_key(data_key, TRAIN_STREAM), step)
-
-
-def curve_key(data_key: jax.Array, step) -> jax.Array:
-  """Fresh test strings for the test curve at `step` (never trained on)."""
-  return fold_in(stream_key(data_key, CURVE_STREAM), step)
 
 
 # -- two relations at once (heads) ---------------------------------------------
@@ -151,12 +85,12 @@ def two_symbol_batch(key, batch_size: int, length: int, num_filler: int):
   """
   if length < 4:
     raise ValueError(f'two-symbol task length must be >= 4, got {length}')
-  k_first, k_second, k_pos, k_fill = split(key, 4)
-  first = coin(k_first, (batch_size,))
-  second = coin(k_second, (batch_size,))
-  pos = randint(k_pos, (batch_size,), 1, length - 1)
+  k_first, k_second, k_pos, k_fill = streams.split(key, 4)
+  first = streams.coin(k_first, (batch_size,))
+  second = streams.coin(k_second, (batch_size,))
+  pos = streams.randint(k_pos, (batch_size,), 1, length - 1)
   # Filler draws from the neutral symbols and the two decoys A and B.
-  draw = randint(k_fill, (batch_size, length), 0, num_filler + 2)
+  draw = streams.randint(k_fill, (batch_size, length), 0, num_filler + 2)
   filler = jnp.where(draw < 2, draw, FIRST_PAIR_FILLER + draw - 2)
   positions = jnp.arange(length)[None, :]
   tokens = jnp.where(positions == pos[:, None], C + second[:, None], filler)
@@ -178,10 +112,10 @@ def induction_batch(key, batch_size: int, length: int, vocab: int):
   """
   if length < 4:
     raise ValueError(f'induction task length must be >= 4, got {length}')
-  k_trigger, k_pos, k_rest = split(key, 3)
-  trigger = randint(k_trigger, (batch_size, 1), 0, vocab)
-  pos = randint(k_pos, (batch_size, 1), 0, length - 2)
-  rest = randint(k_rest, (batch_size, length), 0, vocab - 1)
+  k_trigger, k_pos, k_rest = streams.split(key, 3)
+  trigger = streams.randint(k_trigger, (batch_size, 1), 0, vocab)
+  pos = streams.randint(k_pos, (batch_size, 1), 0, length - 2)
+  rest = streams.randint(k_rest, (batch_size, length), 0, vocab - 1)
   rest = rest + (rest >= trigger)  # every other token differs from the trigger
   positions = jnp.arange(length)[None, :]
   tokens = jnp.where((positions == pos) | (positions == length - 1), trigger,
@@ -200,9 +134,9 @@ def trigger_induction_batch(key, batch_size: int, length: int, vocab: int):
   """
   if length < 4:
     raise ValueError(f'induction task length must be >= 4, got {length}')
-  k_pos, k_rest = split(key, 2)
-  pos = randint(k_pos, (batch_size, 1), 0, length - 2)
-  rest = randint(k_rest, (batch_size, length), 0, vocab)
+  k_pos, k_rest = streams.split(key, 2)
+  pos = streams.randint(k_pos, (batch_size, 1), 0, length - 2)
+  rest = streams.randint(k_rest, (batch_size, length), 0, vocab)
   positions = jnp.arange(length)[None, :]
   tokens = jnp.where((positions == pos) | (positions == length - 1), vocab,
                      rest)
@@ -238,7 +172,7 @@ def check_recall(length: int, num_pairs: int, vocab: int) -> None:
 
 def _first(key, shape, count):
   """Per row, `count` distinct indices in 0..shape[-1]-1, in random order."""
-  return jnp.argsort(random_bits(key, shape), axis=-1)[..., :count]
+  return jnp.argsort(streams.random_bits(key, shape), axis=-1)[..., :count]
 
 
 def recall_batch(key, batch_size: int, length: int, num_pairs: int,
@@ -260,9 +194,9 @@ def recall_batch(key, batch_size: int, length: int, num_pairs: int,
   B, P = batch_size, num_pairs
   K, filler = recall_vocab(vocab)
   slots = (length - 2 * P) // 2
-  k_keys, k_values, k_slots, k_order = split(key, 4)
+  k_keys, k_values, k_slots, k_order = streams.split(key, 4)
   keys_BxP = _first(k_keys, (B, K), P)
-  values_BxP = randint(k_values, (B, P), 0, K)
+  values_BxP = streams.randint(k_values, (B, P), 0, K)
   slot_BxP = jnp.sort(_first(k_slots, (B, slots), P), axis=-1)
   order_BxP = _first(k_order, (B, P), P)  # pair asked in each query slot
   query_BxP = 2 * P + 2 * slot_BxP  # position of each query's key
@@ -308,7 +242,8 @@ def mqar_gap_weights(space: int, power_a: float) -> np.ndarray:
 
 def _uniform(key, shape):
   """Floats in (0, 1), 24 bits."""
-  return ((random_bits(key, shape) >> 8).astype(jnp.float32) + 0.5) / 2**24
+  bits = streams.random_bits(key, shape) >> 8
+  return (bits.astype(jnp.float32) + 0.5) / 2**24
 
 
 def mqar_batch(key, batch_size: int, length: int, num_pairs: int,
@@ -328,7 +263,7 @@ def mqar_batch(key, batch_size: int, length: int, num_pairs: int,
   check_mqar(length, num_pairs, vocab)
   B, P, half = batch_size, num_pairs, vocab // 2
   space = (length - 2 * P) // 2
-  k_keys, k_values, k_gaps = split(key, 3)
+  k_keys, k_values, k_gaps = streams.split(key, 3)
   keys_BxP = 1 + _first(k_keys, (B, half - 1), P)
   values_BxP = half + _first(k_values, (B, vocab - half), P)
   log_p = jnp.log(jnp.asarray(mqar_gap_weights(space, power_a), jnp.float32))
@@ -369,10 +304,10 @@ def long_lag_batch(key, batch_size: int, p: int, random_middle: bool = True,
                      f'{", ".join(LONG_LAG_TARGETS)}, got {targets!r}')
   if p < 2:
     raise ValueError(f'long-lag task: p must be >= 2, got {p}')
-  k_first, k_middle = split(key, 2)
-  first = (p - 1) + coin(k_first, (batch_size, 1))
+  k_first, k_middle = streams.split(key, 2)
+  first = (p - 1) + streams.coin(k_first, (batch_size, 1))
   if random_middle:
-    middle = randint(k_middle, (batch_size, p - 1), 0, p - 1)
+    middle = streams.randint(k_middle, (batch_size, p - 1), 0, p - 1)
   else:
     middle = jnp.broadcast_to(jnp.arange(p - 1, dtype=jnp.int32),
                               (batch_size, p - 1))
@@ -467,19 +402,19 @@ def routing_batch(key, batch_size: int, length: int, function: str, k: int,
   """
   if length < 4:
     raise ValueError(f'routing task length must be >= 4, got {length}')
-  k_a, k_b, k_first, k_second, k_fill = split(key, 5)
-  a = randint(k_a, (batch_size,), 0, k)
-  b = randint(k_b, (batch_size,), 0, k)
+  k_a, k_b, k_first, k_second, k_fill = streams.split(key, 5)
+  a = streams.randint(k_a, (batch_size,), 0, k)
+  b = streams.randint(k_b, (batch_size,), 0, k)
   if tagged:
-    first = randint(k_first, (batch_size,), 0, length - 1)
-    second = randint(k_second, (batch_size,), 0, length - 2)
+    first = streams.randint(k_first, (batch_size,), 0, length - 1)
+    second = streams.randint(k_second, (batch_size,), 0, length - 2)
     second = second + (second >= first)  # distinct from the first
   else:
     first = jnp.zeros((batch_size,), jnp.int32)
     second = jnp.ones((batch_size,), jnp.int32)
   positions = jnp.arange(length)[None, :]
-  tokens = randint(k_fill, (batch_size, length), 2 * k + 1,
-                   2 * k + 1 + num_filler)
+  tokens = streams.randint(k_fill, (batch_size, length), 2 * k + 1,
+                           2 * k + 1 + num_filler)
   tokens = jnp.where(positions == first[:, None], a[:, None], tokens)
   tokens = jnp.where(positions == second[:, None], k + b[:, None], tokens)
   tokens = tokens.at[:, -1].set(2 * k)

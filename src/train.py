@@ -27,6 +27,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from src import distributed
 from src import models as models_lib
 from src import optimizers
+from src import streams
 from src import tasks as tasks_lib
 
 SEED_AXIS = 'seeds'
@@ -98,16 +99,16 @@ def training_strings(task: tasks_lib.Task, data_key, step_index,
   permutation i -> a i + c mod N, a prime coprime to N and c set by the
   epoch)."""
   if not train_strings:
-    return task.sample(tasks_lib.train_key(data_key, step_index), batch_size)
+    return task.sample(streams.train_key(data_key, step_index), batch_size)
   N = train_strings
   primes = jnp.asarray([q for q in _SHUFFLE_PRIMES if N % q], jnp.int32)
   seen = step_index * batch_size + jnp.arange(batch_size)
   epoch, position = seen // N, seen % N
   a = primes[epoch % len(primes)]
-  c = tasks_lib.randint(tasks_lib.fold_in(data_key, 0x5EED + epoch), (), 0, N)
+  c = streams.randint(streams.fold_in(data_key, 0x5EED + epoch), (), 0, N)
   index = (_mulmod(a, position, N) + c) % N
-  base = tasks_lib.stream_key(data_key, tasks_lib.TRAIN_STREAM)
-  keys = jax.vmap(lambda i: tasks_lib.fold_in(base, i))(index)
+  base = streams.stream_key(data_key, streams.TRAIN_STREAM)
+  keys = jax.vmap(lambda i: streams.fold_in(base, i))(index)
   tokens, labels = jax.vmap(lambda k: task.sample(k, 1))(keys)
   return tokens[:, 0], labels[:, 0]
 
@@ -263,7 +264,7 @@ class Ensemble:
       metrics = {'loss': loss_T, 'accuracy': acc_T}
       if self.probe is not None:
         metrics['probe'] = self._measure_one(
-            params, data_key, self.probe, tasks_lib.PROBE_STREAM,
+            params, data_key, self.probe, streams.PROBE_STREAM,
             self.probe_examples)
       out = {'params': params, 'opt_state': opt_state, 'diverged': diverged}
       if 'stopped' in seed_state:
@@ -276,7 +277,7 @@ class Ensemble:
   def _measure_one(self, params, data_key, fn, stream, num_examples,
                    task=None):
     tokens_BxL, labels_B = (task or self.task).sample(
-        tasks_lib.stream_key(data_key, stream), num_examples)
+        streams.stream_key(data_key, stream), num_examples)
     return fn(self.model(params), tokens_BxL, labels_B)
 
   @staticmethod
@@ -343,8 +344,8 @@ class Ensemble:
     validation strings."""
     def one(params, data_key, stream, step, curve, chunks):
       key = jax.random.wrap_key_data(jnp.where(
-          curve, jax.random.key_data(tasks_lib.curve_key(data_key, step)),
-          jax.random.key_data(tasks_lib.stream_key(data_key, stream))))
+          curve, jax.random.key_data(streams.curve_key(data_key, step)),
+          jax.random.key_data(streams.stream_key(data_key, stream))))
       tokens_BxL, labels_B = (task or self.task).sample(key, num_examples)
       return _chunked_loss_and_accuracy(self.model(params), tokens_BxL,
                                         labels_B, chunks)
@@ -356,7 +357,7 @@ class Ensemble:
             self._per_device(run, 2))
 
   def _test(self, params, num_examples, *, task=None,
-            stream=tasks_lib.EVAL_STREAM, curve_step=None, chunks=None,
+            stream=streams.EVAL_STREAM, curve_step=None, chunks=None,
             ahead=False):
     """Runs (or, `ahead`, only compiles) the test program of
     `num_examples` strings (`_test_program`) on `stream`, or on the test
@@ -454,7 +455,7 @@ class Ensemble:
             reached, state['stopped'].sharding)}
     return state, metrics
 
-  def measure(self, params, fn, *, stream=tasks_lib.EVAL_STREAM,
+  def measure(self, params, fn, *, stream=streams.EVAL_STREAM,
               num_examples: int = 2048, task=None) -> dict:
     """fn(model, tokens, labels) on fresh strings of `stream`, every seed;
     the result is on the host without the padding seeds. `task`: strings of
@@ -465,7 +466,7 @@ class Ensemble:
         *self._measure_program(fn, stream, num_examples, task), params, keys)
     return self.unpad(compiled(params, keys))
 
-  def evaluate(self, params, *, stream=tasks_lib.EVAL_STREAM,
+  def evaluate(self, params, *, stream=streams.EVAL_STREAM,
                num_examples: int = 2048, task=None) -> dict[str, np.ndarray]:
     """Per-seed loss and accuracy on fresh strings training never sees,
     EVAL_CHUNK strings at a time (a model's forward pass over all of them

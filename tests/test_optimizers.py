@@ -9,7 +9,7 @@ import optax
 import pytest
 from flax import nnx
 
-from src import models, optimizers, tasks, train
+from src import models, optimizers, streams, tasks, train
 
 
 def params_and_grads(seed=0):
@@ -62,15 +62,15 @@ def test_fixed_training_set_is_reshuffled_every_epoch():
       train.training_strings(task, key, step, B, N)[0])]
   epochs = [sum((rows(s) for s in range(e * 3, e * 3 + 3)), [])
             for e in range(3)]
-  base = tasks.stream_key(key, tasks.TRAIN_STREAM)
-  the_set = sorted(tuple(np.asarray(task.sample(tasks.fold_in(base, i), 1)[0]
+  base = streams.stream_key(key, streams.TRAIN_STREAM)
+  the_set = sorted(tuple(np.asarray(task.sample(streams.fold_in(base, i), 1)[0]
                                     )[0]) for i in range(N))
   for strings in epochs:
     assert sorted(strings) == the_set  # every string once an epoch
   assert epochs[0] != epochs[1] != epochs[2]  # each epoch its own order
   fresh = train.training_strings(task, key, 0, B, 0)[0]
   np.testing.assert_array_equal(
-      fresh, task.sample(tasks.train_key(key, 0), B)[0])
+      fresh, task.sample(streams.train_key(key, 0), B)[0])
 
 
 def test_a_seed_stops_at_the_threshold_and_the_others_go_on():

@@ -2,7 +2,7 @@ import jax
 import numpy as np
 import pytest
 
-from src import tasks
+from src import streams, tasks
 
 
 def batch(key, n=512, length=12, num_filler=8):
@@ -32,17 +32,17 @@ def test_keys_give_different_strings():
 
 def test_eval_stream_disjoint_from_training_steps():
   data_key = jax.random.key(7)
-  eval_tokens, _ = batch(tasks.stream_key(data_key, tasks.EVAL_STREAM))
+  eval_tokens, _ = batch(streams.stream_key(data_key, streams.EVAL_STREAM))
   eval_rows = {tuple(r) for r in np.asarray(eval_tokens)}
   for step in range(0, 2000, 97):
-    train_tokens, _ = batch(tasks.train_key(data_key, step))
+    train_tokens, _ = batch(streams.train_key(data_key, step))
     # Strings of 10 random fillers out of 8 symbols essentially never repeat:
     # sharing the key would make every row equal.
     shared = sum(tuple(r) in eval_rows for r in np.asarray(train_tokens))
     assert shared <= 2
   # Same step, same strings: what makes resuming exact.
-  again, _ = batch(tasks.train_key(data_key, 97))
-  first, _ = batch(tasks.train_key(data_key, 97))
+  again, _ = batch(streams.train_key(data_key, 97))
+  first, _ = batch(streams.train_key(data_key, 97))
   np.testing.assert_array_equal(again, first)
 
 
@@ -97,24 +97,24 @@ def test_hash_generator_is_uniform_and_independent():
   steps, and neighbouring seeds' keys. Critical values at p = 1e-4, so a
   sound generator fails this about once in ten thousand runs."""
   n, k = 200_000, 8
-  key = tasks.stream_key(jax.random.key(5), tasks.TRAIN_STREAM)
+  key = streams.stream_key(jax.random.key(5), streams.TRAIN_STREAM)
 
   def chi2(counts):
     counts = np.asarray(counts, float).ravel()
     expected = counts.sum() / counts.size
     return ((counts - expected) ** 2 / expected).sum()
 
-  x = np.asarray(tasks.randint(key, (n,), 0, k))
+  x = np.asarray(streams.randint(key, (n,), 0, k))
   assert chi2(np.bincount(x, minlength=k)) < 33.1  # 7 dof
   pairs = np.bincount(x[:-1] * k + x[1:], minlength=k * k)
   assert chi2(pairs) < 103.4  # 63 dof
-  a = np.asarray(tasks.randint(tasks.fold_in(key, 41), (n,), 0, k))
-  b = np.asarray(tasks.randint(tasks.fold_in(key, 42), (n,), 0, k))
+  a = np.asarray(streams.randint(streams.fold_in(key, 41), (n,), 0, k))
+  b = np.asarray(streams.randint(streams.fold_in(key, 42), (n,), 0, k))
   assert chi2(np.bincount(a * k + b, minlength=k * k)) < 103.4
   seeds = jax.random.wrap_key_data(np.array([[0, 7], [0, 8]], np.uint32))
-  c = np.asarray(jax.vmap(lambda s: tasks.randint(s, (n,), 0, k))(seeds))
+  c = np.asarray(jax.vmap(lambda s: streams.randint(s, (n,), 0, k))(seeds))
   assert chi2(np.bincount(c[0] * k + c[1], minlength=k * k)) < 103.4
-  bits = np.asarray(tasks.coin(key, (n,)))
+  bits = np.asarray(streams.coin(key, (n,)))
   assert abs(bits.mean() - 0.5) < 4.5 * 0.5 / np.sqrt(n)
 
 
