@@ -241,43 +241,6 @@ def groups(config: Config) -> list:
   return out
 
 
-def measure(group, ensemble, params, config):
-  return ensemble.measure(params, probe_for(group),
-                          num_examples=config.eval_examples)
-
-
-def rows(group, final, config, timing) -> dict:
-  k = group.key
-  base = dict(model=k['model'], d_model=k['d_model'],
-              num_heads=k['num_heads'], task=k['task'], length=group.length)
-  heads = [dict(base, seed=s, head=h, mass_first=final['mass_first'][s, h],
-                mass_second=final['mass_second'][s, h])
-           for s in range(config.seeds) for h in range(k['num_heads'])
-           if 'mass_first' in final]
-  return {'heads.csv': heads,
-          'results.csv': [dict(base, seed=s, num_params=timing.num_params,
-                               accuracy=final['accuracy'][s],
-                               wall_s=timing.wall_s,
-                               compile_s=timing.compile_s)
-                          for s in range(config.seeds)]}
-
-
-def line(group, final, config, timing) -> str:
-  return (f'{group.name}: accuracy {final["accuracy"].mean():.3f} (seeds '
-          + ' '.join(f'{a:.2f}' for a in final['accuracy'])
-          + f'), {timing.num_params} parameters, {timing.wall_s:.1f} s')
-
-
-def keep(group, ensemble, params, config):
-  """Attention-only models' weights by symbol pair on xor_fixed, for the
-  figure."""
-  if not (group.model == 'attention' and group.key['task'] == 'xor_fixed'
-          and group.key['d_model'] == config.d_model):
-    return None
-  return ensemble.measure(params, probe_for(group),
-                          num_examples=config.eval_examples)
-
-
 # -- the summary and the claims --------------------------------------------------------
 
 def summarize(config: Config, rows, tables, curves=()) -> dict:
@@ -482,22 +445,7 @@ def _one_beam(seeds: list[dict]) -> Claim:
            'does not')
 
 
-# -- the table and the figure ---------------------------------------------------------
-
-def print_table(config, summary) -> None:
-  print('\nRouting: test accuracy by task and model (per seed)')
-  print(record.table(
-      [[task, name, v['num_params'], f'{v["chance"]:.2f}', f'{v["mean"]:.3f}',
-        _fmt(v['seeds'])]
-       for task, models in summary['accuracy'].items()
-       for name, v in models.items()],
-      ['task', 'model', 'params', 'chance', 'accuracy', 'seeds']))
-  print('\nOne head (attention h1): weight on [first, second] per seed')
-  for task, seeds in summary['one_head'].items():
-    print(f'{task:>13s}: ' + ' '.join(
-        f'[{r["mass_first"]:.2f}, {r["mass_second"]:.2f}]'
-        for r in sorted(seeds, key=lambda r: r['seed'])))
-
+# -- the figure ---------------------------------------------------------------------
 
 def figure(config, summary, rows, kept, folder, writer=None):
   """The xor_fixed maps shown are those of the attention-only model with
@@ -593,22 +541,53 @@ class Routing(experiment.Experiment):
     return groups(config)
 
   def measure(self, group, ensemble, params, config):
-    return measure(group, ensemble, params, config)
+    return ensemble.measure(params, probe_for(group),
+                            num_examples=config.eval_examples)
 
-  def rows(self, group, final, config, timing):
-    return rows(group, final, config, timing)
+  def rows(self, group, final, config, timing) -> dict:
+    k = group.key
+    base = dict(model=k['model'], d_model=k['d_model'],
+                num_heads=k['num_heads'], task=k['task'], length=group.length)
+    heads = [dict(base, seed=s, head=h, mass_first=final['mass_first'][s, h],
+                  mass_second=final['mass_second'][s, h])
+             for s in range(config.seeds) for h in range(k['num_heads'])
+             if 'mass_first' in final]
+    return {'heads.csv': heads,
+            'results.csv': [dict(base, seed=s, num_params=timing.num_params,
+                                 accuracy=final['accuracy'][s],
+                                 wall_s=timing.wall_s,
+                                 compile_s=timing.compile_s)
+                            for s in range(config.seeds)]}
 
-  def line(self, group, final, config, timing):
-    return line(group, final, config, timing)
+  def line(self, group, final, config, timing) -> str:
+    return (f'{group.name}: accuracy {final["accuracy"].mean():.3f} (seeds '
+            + ' '.join(f'{a:.2f}' for a in final['accuracy'])
+            + f'), {timing.num_params} parameters, {timing.wall_s:.1f} s')
 
-  def print_table(self, config, summary):
-    print_table(config, summary)
+  def print_table(self, config, summary) -> None:
+    print('\nRouting: test accuracy by task and model (per seed)')
+    print(record.table(
+        [[task, name, v['num_params'], f'{v["chance"]:.2f}', f'{v["mean"]:.3f}',
+          _fmt(v['seeds'])]
+         for task, models in summary['accuracy'].items()
+         for name, v in models.items()],
+        ['task', 'model', 'params', 'chance', 'accuracy', 'seeds']))
+    print('\nOne head (attention h1): weight on [first, second] per seed')
+    for task, seeds in summary['one_head'].items():
+      print(f'{task:>13s}: ' + ' '.join(
+          f'[{r["mass_first"]:.2f}, {r["mass_second"]:.2f}]'
+          for r in sorted(seeds, key=lambda r: r['seed'])))
 
   def planned_claims(self, config):
     return planned_claims(config)
 
   def keep(self, group, ensemble, params, config):
-    return keep(group, ensemble, params, config)
+    """Attention-only models' weights by symbol pair on xor_fixed, for the
+    figure."""
+    if not (group.model == 'attention' and group.key['task'] == 'xor_fixed'
+            and group.key['d_model'] == config.d_model):
+      return None
+    return self.measure(group, ensemble, params, config)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.tables, data.curves)
