@@ -1,3 +1,5 @@
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -139,3 +141,34 @@ def test_rotary_scores_depend_on_the_offset_only():
       num_heads=2, num_layers=2)
   logits, _ = model(tokens(length=40))  # twice the length it was built for
   assert logits.shape == (4, 2) and np.all(np.isfinite(logits))
+
+
+# A recurrent variant as the README's "Extending it" builds one: a
+# `functools.partial` of a Flax cell and an init (Le, Jaitly & Hinton 2015's
+# IRNN: ReLU, the recurrent kernel the identity, the bias zero).
+IRNN = functools.partial(models.RNN, activation_fn=jax.nn.relu)
+
+
+def identity_recurrence(cell, length, key):
+  del length, key
+  cell.dense_h.kernel[...] = jnp.eye(cell.hidden_features)
+  cell.dense_i.bias[...] = jnp.zeros_like(cell.dense_i.bias[...])
+
+
+def test_a_recurrent_variant_runs_its_cells_activation():
+  build = lambda cell, init: models.cell_model(cell, init)(
+      vocab_size=11, length=13, d_model=32, num_classes=2, num_heads=1,
+      num_layers=1, rngs=nnx.Rngs(3))
+  irnn = build(IRNN, identity_recurrence)
+  np.testing.assert_array_equal(irnn.cell.dense_h.kernel[...], np.eye(32))
+  x = jax.random.normal(jax.random.key(4), (5, 13, 32))
+  carry = irnn.cell.initialize_carry((5, 32), rngs=nnx.Rngs(0))
+  outs = []
+  for t in range(13):
+    carry, out = irnn.cell(carry, x[:, t])  # Flax's own ReLU cell
+    outs.append(out)
+  h = irnn.hidden_states(x)
+  np.testing.assert_allclose(h, jnp.stack(outs), rtol=1e-5, atol=1e-5)
+  assert float(h.min()) == 0.0 and float(h.max()) > 1.0  # ReLU, not tanh
+  tanh = build(models.RNN, identity_recurrence)
+  assert not np.allclose(tanh.hidden_states(x), h, atol=1e-3)

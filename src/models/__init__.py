@@ -210,25 +210,30 @@ def _transformer_activations(L, D, H, layers):
 
 
 _SCAN = 'a lax.scan over positions: L dependent steps'
+# Flax's cells; a variant is a `functools.partial` of one (another
+# activation_fn, say) and an init.
+LSTM, GRU, RNN = nnx.OptimizedLSTMCell, nnx.GRUCell, nnx.SimpleCell
 
 
-def _recurrent(kind, init=None):
+def cell_model(cell, init=None):
+  """A registry factory for `RecurrentClassifier(cell, init=init)`: `cell`
+  a Flax cell class or a `functools.partial` of one."""
   def build(*, vocab_size, length, d_model, num_classes, num_heads,
             num_layers, rngs):
     del num_heads, num_layers  # one cell, no heads
     return recurrent_lib.RecurrentClassifier(
-        kind, vocab_size=vocab_size, length=length, d_model=d_model,
+        cell, vocab_size=vocab_size, length=length, d_model=d_model,
         num_classes=num_classes, rngs=rngs, init=init)
   return build
 
 
-def _chrono(kind, chrono):
+def _chrono(cell, chrono):
   """A chrono model whose T_max is the run's horizon, the same at every
   length. Without one (a recipe written before the horizon was a setting,
   or a caller that only counts or compiles) T_max = L, as such a run was
   trained."""
   def build(*, length, chrono_horizon=None, **kwargs):
-    return _recurrent(kind, chrono(chrono_horizon))(length=length, **kwargs)
+    return cell_model(cell, chrono(chrono_horizon))(length=length, **kwargs)
   return build
 
 
@@ -292,13 +297,13 @@ register(ModelSpec(
     activations=_transformer_activations, has_attention=True, layered=True,
     state_floats=_kv_cache))
 register(ModelSpec(
-    'lstm', GATED, _recurrent('lstm'),
+    'lstm', GATED, cell_model(LSTM),
     init=_FLAX_DEFAULT + ' (forget-gate bias 0: the gate starts at 0.5)',
     color='#1f77b4', architecture='lstm',
     activations=_recurrent_activations(4), loops_over_positions=True,
     form=_SCAN, state_floats=_lstm_state))
 register(ModelSpec(
-    'lstm_fb1', GATED, _recurrent('lstm', recurrent_lib.forget_bias(1.0)),
+    'lstm_fb1', GATED, cell_model(LSTM, recurrent_lib.forget_bias(1.0)),
     init='forget-gate bias 1 (Gers et al. 2000; Jozefowicz et al. 2015; '
          'Keras, TensorFlow and Haiku default), the rest Flax default',
     init_name='forget bias 1',
@@ -306,7 +311,7 @@ register(ModelSpec(
     activations=_recurrent_activations(4), loops_over_positions=True,
     form=_SCAN, state_floats=_lstm_state))
 register(ModelSpec(
-    'lstm_chrono', GATED, _chrono('lstm', recurrent_lib.lstm_chrono),
+    'lstm_chrono', GATED, _chrono(LSTM, recurrent_lib.lstm_chrono),
     init='chrono (Tallec & Ollivier 2018): forget-gate bias '
          'log U(1, T_max - 1), input-gate bias its negative; T_max the '
          "run's --chrono_horizon (default: the longest of --lengths), the "
@@ -316,7 +321,7 @@ register(ModelSpec(
     activations=_recurrent_activations(4), loops_over_positions=True,
     form=_SCAN, state_floats=_lstm_state, takes_horizon=True))
 register(ModelSpec(
-    'lstm_chrono_L', GATED, _recurrent('lstm', recurrent_lib.lstm_chrono()),
+    'lstm_chrono_L', GATED, cell_model(LSTM, recurrent_lib.lstm_chrono()),
     init='chrono as lstm_chrono, but T_max = L, each group its own length '
          '(Tallec & Ollivier 2018; lstm_chrono before --chrono_horizon)',
     init_name='chrono, T_max = L',
@@ -324,12 +329,12 @@ register(ModelSpec(
     activations=_recurrent_activations(4), loops_over_positions=True,
     form=_SCAN, state_floats=_lstm_state))
 register(ModelSpec(
-    'gru', GATED, _recurrent('gru'), init=_FLAX_DEFAULT,
+    'gru', GATED, cell_model(GRU), init=_FLAX_DEFAULT,
     color='#2ca02c', architecture='gru',
     activations=_recurrent_activations(3), loops_over_positions=True,
     form=_SCAN, state_floats=_hidden_state))
 register(ModelSpec(
-    'gru_chrono', GATED, _chrono('gru', recurrent_lib.gru_chrono),
+    'gru_chrono', GATED, _chrono(GRU, recurrent_lib.gru_chrono),
     init='chrono for the update gate (after Tallec & Ollivier 2018): '
          "z-bias log U(1, T_max - 1); T_max the run's --chrono_horizon "
          '(default: the longest of --lengths), the same at every length',
@@ -338,12 +343,12 @@ register(ModelSpec(
     activations=_recurrent_activations(3), loops_over_positions=True,
     form=_SCAN, state_floats=_hidden_state, takes_horizon=True))
 register(ModelSpec(
-    'rnn', PLAIN, _recurrent('rnn'), init=_FLAX_DEFAULT,
+    'rnn', PLAIN, cell_model(RNN), init=_FLAX_DEFAULT,
     color='#7f7f7f', architecture='rnn',
     activations=_recurrent_activations(1), loops_over_positions=True,
     form=_SCAN, state_floats=_hidden_state))
 register(ModelSpec(
-    'rnn_uniform', PLAIN, _recurrent('rnn', recurrent_lib.pytorch_uniform),
+    'rnn_uniform', PLAIN, cell_model(RNN, recurrent_lib.pytorch_uniform),
     init="PyTorch nn.RNN's: every weight and bias U(-1/sqrt(d), 1/sqrt(d))",
     init_name='PyTorch uniform',
     color='#252525', architecture='rnn',

@@ -12,41 +12,53 @@ parameters it names; the tests check each against what its name says.
 """
 
 import math
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
-_CELLS = {
-    'lstm': nnx.OptimizedLSTMCell,  # fused gates i, f, g, o; bias in dense_h
-    'gru': nnx.GRUCell,  # gates r, z, n; bias in dense_i; h' = (1-z) n + z h
-    'rnn': nnx.SimpleCell,  # Elman: h' = tanh(W_i x + b + W_h h)
-}
+# What each Flax cell computes, by its class (a variant built by
+# `functools.partial` of one, another activation say, is still that class).
+_KINDS = (
+    (nnx.OptimizedLSTMCell, 'lstm'),  # fused gates i, f, g, o; bias in dense_h
+    (nnx.GRUCell, 'gru'),  # gates r, z, n; bias in dense_i; h' = (1-z) n + z h
+    (nnx.SimpleCell, 'rnn'),  # Elman: h' = act(W_i x + b + W_h h)
+)
 
 
-def _cell_step(kind, w_hh, b_hh, carry, xi_BxG):
+def cell_kind(cell: nnx.Module) -> str:
+  """'lstm', 'gru' or 'rnn': which Flax cell `cell` is."""
+  for cls, kind in _KINDS:
+    if isinstance(cell, cls):
+      return kind
+  raise TypeError(f'not a Flax LSTM, GRU or simple cell: {type(cell)}')
+
+
+def _cell_step(cell, kind, w_hh, b_hh, carry, xi_BxG):
   """One recurrent step given the input transform xi = dense_i(x_t).
 
-  Mirrors the Flax cells' own __call__ (tests check it against them), with the
-  input matmul hoisted out of the scan: only the recurrent product is
-  sequential.
+  Mirrors the Flax cells' own __call__, with their own gate and activation
+  functions (tests check it against them), and the input matmul hoisted out
+  of the scan: only the recurrent product is sequential.
   """
+  act = cell.activation_fn
   if kind == 'lstm':
     c, h = carry
     i, f, g, o = jnp.split(xi_BxG + h @ w_hh + b_hh, 4, axis=-1)
-    c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
-    h = jax.nn.sigmoid(o) * jnp.tanh(c)
+    c = cell.gate_fn(f) * c + cell.gate_fn(i) * act(g)
+    h = cell.gate_fn(o) * act(c)
     return (c, h), h
   if kind == 'gru':
     h = carry
     xr, xz, xn = jnp.split(xi_BxG, 3, axis=-1)
     hr, hz, hn = jnp.split(h @ w_hh, 3, axis=-1)
-    r = jax.nn.sigmoid(xr + hr)
-    z = jax.nn.sigmoid(xz + hz)
-    n = jnp.tanh(xn + r * hn)
+    r = cell.gate_fn(xr + hr)
+    z = cell.gate_fn(xz + hz)
+    n = act(xn + r * hn)
     h = (1.0 - z) * n + z * h
     return h, h
-  h = jnp.tanh(xi_BxG + carry @ w_hh)
+  h = act(xi_BxG + carry @ w_hh)
   return h, h
 
 
@@ -54,18 +66,21 @@ class RecurrentClassifier(nnx.Module):
   """Token embedding, a Flax recurrent cell run by `lax.scan`, a linear
   classifier on the last hidden state.
 
-  `init(cell, length, key)`, if given, replaces some of the cell's Flax
-  defaults (see the initialisations below); `length` is the group's sequence
-  length, which only chrono at T_max = L reads.
+  `cell(d_model, d_model, rngs=...)` builds a Flax LSTM, GRU or simple
+  cell (a class, or a `functools.partial` of one: its activation and gate
+  functions are the ones run). `init(cell, length, key)`, if given,
+  replaces some of the cell's Flax defaults (see the initialisations
+  below); `length` is the group's sequence length, which only chrono at
+  T_max = L reads.
   """
 
-  def __init__(self, kind: str, *, vocab_size: int, length: int,
-               d_model: int, num_classes: int, rngs: nnx.Rngs, init=None,
-               unroll: int = 1):
-    self.kind = kind
+  def __init__(self, cell: Callable[..., nnx.Module], *, vocab_size: int,
+               length: int, d_model: int, num_classes: int, rngs: nnx.Rngs,
+               init=None, unroll: int = 1):
     self.unroll = unroll  # scan steps per loop iteration (same numbers)
     self.token_embed = nnx.Embed(vocab_size, d_model, rngs=rngs)
-    self.cell = _CELLS[kind](d_model, d_model, rngs=rngs)
+    self.cell = cell(d_model, d_model, rngs=rngs)
+    self.kind = cell_kind(self.cell)
     if init is not None:
       init(self.cell, length, rngs.params())
     self.classifier = nnx.Linear(d_model, num_classes, rngs=rngs)
@@ -97,7 +112,7 @@ class RecurrentClassifier(nnx.Module):
     h0 = jnp.zeros((B, D), x_BxLxD.dtype)
     carry = (h0, h0) if self.kind == 'lstm' else h0
     def step(carry, xi):
-      carry, h = _cell_step(self.kind, w_hh, b_hh, carry, xi)
+      carry, h = _cell_step(self.cell, self.kind, w_hh, b_hh, carry, xi)
       return carry, (carry if keep_carry else h)
     _, out_L = jax.lax.scan(step, carry, xi_LxBxG, unroll=self.unroll)
     return out_L
