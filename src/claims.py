@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from src import evidence as evidence_lib
 from src import gates as gates_lib
 from src import stats
 
@@ -46,12 +47,13 @@ THRESHOLD, RELIABILITY, CAPABILITY = 'threshold', 'reliability', 'capability'
 IMPOSSIBILITY, COMPARISON, SHAPE = 'impossibility', 'comparison', 'shape'
 KINDS = (THRESHOLD, RELIABILITY, CAPABILITY, IMPOSSIBILITY, COMPARISON, SHAPE)
 
-# Fixed before any run. "Always" holds when the share of seeds that do it is
-# above this rate (the lower 95% bound on it clears it): at least 4 in 5.
-RELIABLE_RATE = 0.8
-# "Cannot": every seed within this of the null at most (a seed that routing
-# alone would put at 0.75 may not reach 0.80).
-IMPOSSIBLE_MARGIN = 0.05
+# Fixed before any run, defined with the evidence they default: "always"
+# holds when the lower 95% bound on the share of seeds that do it clears
+# RELIABLE_RATE; "cannot" needs every seed within IMPOSSIBLE_MARGIN of the
+# null at most (a seed that routing alone would put at 0.75 may not reach
+# 0.80).
+RELIABLE_RATE = evidence_lib.RELIABLE_RATE
+IMPOSSIBLE_MARGIN = evidence_lib.IMPOSSIBLE_MARGIN
 # "As far as" (non-inferiority): held when the share of seeds that fall
 # behind is below this (the upper 95% bound on it), as "always" allows one
 # seed in five to fail.
@@ -75,7 +77,7 @@ class Claim:
   sentence: str
   kind: str
   family: str
-  evidence: dict
+  evidence: dict  # its kind's fields (`src/evidence.py`)
   setting: dict = dataclasses.field(default_factory=dict)
   note: str = ''  # what the rule reads as, in words: the kind's is added
   # Reasons a direction may not be concluded ({verdict: reason}): a failure
@@ -94,6 +96,7 @@ class Claim:
   def __post_init__(self):
     if self.kind not in KINDS:
       raise ValueError(f'unknown kind {self.kind!r}; one of {KINDS}')
+    evidence_lib.check(self.kind, self.evidence)  # typed: `src/evidence.py`
 
   @property
   def seeds(self) -> int:

@@ -277,3 +277,14 @@ def test_the_routing_ceilings_the_claims_use():
   assert tasks.routing_ceiling('xor', 2) == 0.75
   assert tasks.routing_ceiling('sum', 5) == pytest.approx(19 / 25)
   assert tasks.routing_ceiling('copy', 5) == 1.0
+
+
+@pytest.mark.parametrize('kind, evidence, key', [
+    (claims.COMPARISON, dict(x=[1], y=[0], x_name='a', y_name='b',
+                             atleast=True), 'atleast'),  # misspelt at_least
+    (claims.THRESHOLD, dict(values=[0.9]), 'threshold'),  # missing
+    (claims.RELIABILITY, dict(successes=[True], ceiling=1.0), 'ceiling'),
+])
+def test_evidence_is_typed_a_wrong_key_is_a_type_error(kind, evidence, key):
+  with pytest.raises(TypeError, match=key):
+    Claim('s', kind, 'f', evidence)
