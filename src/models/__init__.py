@@ -21,6 +21,7 @@ import jax
 from flax import nnx
 
 from src.models import attention as attention_lib
+from src.models import footprint
 from src.models import linear_attention as linear_attention_lib
 from src.models import lru as lru_lib
 from src.models import mamba as mamba_lib
@@ -185,28 +186,12 @@ def _attention(*, vocab_size, length, d_model, num_classes, num_heads,
       rngs=rngs, positions=positions)
 
 
-def _attention_activations(L, D, H, layers):
-  # Every layer's projections and residual stream; the lower layers also keep
-  # an L x L grid per head (the last computes one query row).
-  return layers * 8 * L * D + (layers - 1) * 2 * H * L * L + 2 * H * L
-
-
-def _kv_cache(L, D, H, layers):
-  # Every layer's keys and values at every position so far.
-  return layers * 2 * L * D
 def _transformer(*, vocab_size, length, d_model, num_classes, num_heads,
                  num_layers, rngs):
   return attention_lib.TransformerClassifier(
       vocab_size=vocab_size, length=length, d_model=d_model,
       num_heads=num_heads, num_layers=num_layers, num_classes=num_classes,
       rngs=rngs)
-
-
-def _transformer_activations(L, D, H, layers):
-  # Attention's, and per layer two norms (their inputs and outputs), the
-  # MLP's hidden layer before and after GELU (4D each) and its output.
-  return (_attention_activations(L, D, H, layers)
-          + layers * (4 + 2 * attention_lib.MLP_RATIO + 1) * L * D)
 
 
 _SCAN = 'a lax.scan over positions: L dependent steps'
@@ -237,15 +222,6 @@ def _chrono(cell, chrono):
   return build
 
 
-def _recurrent_activations(gates):
-  # Per position: the gate pre-activations and activations, the states.
-  return lambda L, D, H, layers: L * (3 * gates * D + 3 * D)
-
-
-_lstm_state = lambda L, D, H, layers: 2 * D  # h and c
-_hidden_state = lambda L, D, H, layers: D  # h
-
-
 _FLAX_DEFAULT = ('Flax default: LeCun-normal input kernels, orthogonal '
                  'recurrent kernels, zero biases')
 
@@ -255,16 +231,17 @@ register(ModelSpec(
          'std 1/sqrt(d_model)',
     color='#d62728', architecture='attention', form='every query against '
     'every key, one parallel product (L x L)',
-    activations=_attention_activations, has_attention=True, layered=True,
-    state_floats=_kv_cache))
+    activations=footprint.attention_activations, has_attention=True,
+    layered=True, state_floats=footprint.kv_cache))
 register(ModelSpec(
     'attention_last', ATTENTION, _attention,
     init='as attention (the same classifier; `cost` measures only its '
          'read-out query, the exact shortcut the classifier uses)',
     color='#ff7f0e', architecture='attention',
     form='the read-out query against every key (1 x L)',
-    activations=_attention_activations, has_attention=True, layered=True,
-    sequence_outputs=False, state_floats=_kv_cache))
+    activations=footprint.attention_activations, has_attention=True,
+    layered=True,
+    sequence_outputs=False, state_floats=footprint.kv_cache))
 register(ModelSpec(
     'attention_content', ATTENTION,
     functools.partial(_attention, positions=False),
@@ -274,8 +251,8 @@ register(ModelSpec(
     init_name='no positions',
     color='#bcbd22', architecture='attention',
     form='every query against every key (L x L), no position embedding',
-    activations=_attention_activations, has_attention=True, layered=True,
-    state_floats=_kv_cache))
+    activations=footprint.attention_activations, has_attention=True,
+    layered=True, state_floats=footprint.kv_cache))
 register(ModelSpec(
     'attention_rope', ATTENTION,
     functools.partial(_attention, positions='rope'),
@@ -285,8 +262,8 @@ register(ModelSpec(
     init_name='RoPE',
     color='#fdae6b', architecture='attention',
     form='every query against every key (L x L), rotary positions',
-    activations=_attention_activations, has_attention=True, layered=True,
-    state_floats=_kv_cache))
+    activations=footprint.attention_activations, has_attention=True,
+    layered=True, state_floats=footprint.kv_cache))
 register(ModelSpec(
     'transformer', ATTENTION, _transformer,
     init='Flax default, as attention; LayerNorm scale 1, bias 0; MLP '
@@ -294,22 +271,22 @@ register(ModelSpec(
     color='#8c564b', architecture='transformer', form='every query against '
     'every key (L x L), then a position-wise MLP (hidden 4 x d_model, GELU); '
     'pre-LayerNorm residuals',
-    activations=_transformer_activations, has_attention=True, layered=True,
-    state_floats=_kv_cache))
+    activations=footprint.transformer_activations, has_attention=True,
+    layered=True, state_floats=footprint.kv_cache))
 register(ModelSpec(
     'lstm', GATED, cell_model(LSTM),
     init=_FLAX_DEFAULT + ' (forget-gate bias 0: the gate starts at 0.5)',
     color='#1f77b4', architecture='lstm',
-    activations=_recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN, state_floats=_lstm_state))
+    activations=footprint.recurrent_activations(4), loops_over_positions=True,
+    form=_SCAN, state_floats=footprint.lstm_state))
 register(ModelSpec(
     'lstm_fb1', GATED, cell_model(LSTM, recurrent_lib.forget_bias(1.0)),
     init='forget-gate bias 1 (Gers et al. 2000; Jozefowicz et al. 2015; '
          'Keras, TensorFlow and Haiku default), the rest Flax default',
     init_name='forget bias 1',
     color='#6baed6', architecture='lstm',
-    activations=_recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN, state_floats=_lstm_state))
+    activations=footprint.recurrent_activations(4), loops_over_positions=True,
+    form=_SCAN, state_floats=footprint.lstm_state))
 register(ModelSpec(
     'lstm_chrono', GATED, _chrono(LSTM, recurrent_lib.lstm_chrono),
     init='chrono (Tallec & Ollivier 2018): forget-gate bias '
@@ -318,21 +295,21 @@ register(ModelSpec(
          'same at every length',
     init_name='chrono',
     color='#08306b', architecture='lstm',
-    activations=_recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN, state_floats=_lstm_state, takes_horizon=True))
+    activations=footprint.recurrent_activations(4), loops_over_positions=True,
+    form=_SCAN, state_floats=footprint.lstm_state, takes_horizon=True))
 register(ModelSpec(
     'lstm_chrono_L', GATED, cell_model(LSTM, recurrent_lib.lstm_chrono()),
     init='chrono as lstm_chrono, but T_max = L, each group its own length '
          '(Tallec & Ollivier 2018; lstm_chrono before --chrono_horizon)',
     init_name='chrono, T_max = L',
     color='#4a1486', architecture='lstm',
-    activations=_recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN, state_floats=_lstm_state))
+    activations=footprint.recurrent_activations(4), loops_over_positions=True,
+    form=_SCAN, state_floats=footprint.lstm_state))
 register(ModelSpec(
     'gru', GATED, cell_model(GRU), init=_FLAX_DEFAULT,
     color='#2ca02c', architecture='gru',
-    activations=_recurrent_activations(3), loops_over_positions=True,
-    form=_SCAN, state_floats=_hidden_state))
+    activations=footprint.recurrent_activations(3), loops_over_positions=True,
+    form=_SCAN, state_floats=footprint.hidden_state))
 register(ModelSpec(
     'gru_chrono', GATED, _chrono(GRU, recurrent_lib.gru_chrono),
     init='chrono for the update gate (after Tallec & Ollivier 2018): '
@@ -340,21 +317,20 @@ register(ModelSpec(
          '(default: the longest of --lengths), the same at every length',
     init_name='chrono',
     color='#00441b', architecture='gru',
-    activations=_recurrent_activations(3), loops_over_positions=True,
-    form=_SCAN, state_floats=_hidden_state, takes_horizon=True))
+    activations=footprint.recurrent_activations(3), loops_over_positions=True,
+    form=_SCAN, state_floats=footprint.hidden_state, takes_horizon=True))
 register(ModelSpec(
     'rnn', PLAIN, cell_model(RNN), init=_FLAX_DEFAULT,
     color='#7f7f7f', architecture='rnn',
-    activations=_recurrent_activations(1), loops_over_positions=True,
-    form=_SCAN, state_floats=_hidden_state))
+    activations=footprint.recurrent_activations(1), loops_over_positions=True,
+    form=_SCAN, state_floats=footprint.hidden_state))
 register(ModelSpec(
     'rnn_uniform', PLAIN, cell_model(RNN, recurrent_lib.pytorch_uniform),
     init="PyTorch nn.RNN's: every weight and bias U(-1/sqrt(d), 1/sqrt(d))",
     init_name='PyTorch uniform',
     color='#252525', architecture='rnn',
-    activations=_recurrent_activations(1), loops_over_positions=True,
-    form=_SCAN, state_floats=_hidden_state))
-
+    activations=footprint.recurrent_activations(1), loops_over_positions=True,
+    form=_SCAN, state_floats=footprint.hidden_state))
 
 
 def _lstm97(*, vocab_size, length, d_model, num_classes, num_heads,
@@ -373,55 +349,12 @@ register(ModelSpec(
          'every weight U(-0.2, 0.2)',
     init_name='1997: no forget gate',
     color='#e6550d', architecture='lstm97',
-    activations=_recurrent_activations(2), loops_over_positions=True,
-    form=_SCAN, state_floats=_hidden_state))
+    activations=footprint.recurrent_activations(2), loops_over_positions=True,
+    form=_SCAN, state_floats=footprint.hidden_state))
 
 # -- linear recurrences, computed in parallel ----------------------------------
 # (src/models/linear_attention.py, lru.py, mamba.py)
 # Their constructors take the registry's keywords: the class is the factory.
-
-# The three below are fitted to XLA's memory analysis of a training step on
-# the CPU (d_model 32, L 50 and 200, one and two layers): within ~15%.
-
-def _linear_attention_activations(L, D, H, layers):
-  # Training takes the chunked form: every layer's projections, features,
-  # norms and residual stream, its C x C grids per head and chunk, and each
-  # chunk's running sums (H K x K per chunk).
-  C = linear_attention_lib.LINEAR_ATTENTION_CHUNK
-  return layers * (12 * L * D + 4 * H * L * C + 2 * L * D * D // (H * C))
-
-
-def _lru_activations(L, D, H, layers):
-  # Per layer: the norm, the complex inputs and states (two floats each, and
-  # the scan's levels), the read-out, GELU and the GLU.
-  return layers * 24 * L * D
-
-
-def _mamba_activations(L, D, H, layers):
-  # Per layer: the (L, E*D) projections, convolution, Delta and gate, and the
-  # (E*D, N) state entering each chunk, all `selective_scan` keeps of its
-  # states (it recomputes a chunk's in the backward pass).
-  I, N = mamba_lib.MAMBA_EXPAND * D, mamba_lib.MAMBA_STATE
-  return layers * (12 * L * I + (L // mamba_lib.scan_chunk() + 1) * I * N)
-
-
-def _linear_attention_state(L, D, H, layers):
-  # Per layer and head the running sums S = sum phi(k) v^T (K x K) and
-  # z = sum phi(k) (K).
-  K = D // H
-  return layers * H * (K * K + K)
-
-
-def _lru_state(L, D, H, layers):
-  return layers * 2 * D  # D complex units, two floats each
-
-
-def _mamba_state(L, D, H, layers):
-  # Per layer: N states per inner channel, and the convolution's window of
-  # the last W - 1 inputs.
-  I = mamba_lib.MAMBA_EXPAND * D
-  return layers * I * (mamba_lib.MAMBA_STATE + mamba_lib.MAMBA_CONV - 1)
-
 
 register(ModelSpec(
     'linear_attention', LINEAR, linear_attention_lib.LinearAttentionClassifier,
@@ -432,8 +365,8 @@ register(ModelSpec(
     color='#9467bd', architecture='linear_attention',
     form='chunks of 64: C x C feature products within a chunk, running '
     'sums between chunks (the L x L grid only when weights are asked for)',
-    activations=_linear_attention_activations, has_attention=True,
-    layered=True, state_floats=_linear_attention_state))
+    activations=footprint.linear_attention_activations, has_attention=True,
+    layered=True, state_floats=footprint.linear_attention_state))
 register(ModelSpec(
     'lru', LINEAR, lru_lib.LRUClassifier,
     init='Orvieto et al. 2023: lambda uniform on the ring r_min 0.9, r_max '
@@ -441,7 +374,8 @@ register(ModelSpec(
          'complex Glorot-normal, D N(0, 1); GLU Flax default',
     init_name='ring', color='#e377c2', architecture='lru',
     form='an associative scan over positions',
-    activations=_lru_activations, layered=True, state_floats=_lru_state))
+    activations=footprint.lru_activations, layered=True,
+    state_floats=footprint.lru_state))
 register(ModelSpec(
     'lru_disk', LINEAR,
     functools.partial(lru_lib.LRUClassifier, ring=lru_lib.LRU_DISK),
@@ -451,7 +385,8 @@ register(ModelSpec(
     init_name='unit disk',
     color='#f7b6d2', architecture='lru',
     form='an associative scan over positions',
-    activations=_lru_activations, layered=True, state_floats=_lru_state))
+    activations=footprint.lru_activations, layered=True,
+    state_floats=footprint.lru_state))
 register(ModelSpec(
     'mamba', LINEAR, mamba_lib.MambaClassifier,
     init='state-spaces/mamba (Gu & Dao 2023): A = -(1..N) (S4D-real), D = 1, '
@@ -462,5 +397,5 @@ register(ModelSpec(
     color='#17becf', architecture='mamba',
     form='a lax.scan over chunks of positions ('
          f'{mamba_lib.SCAN_CHUNK_BY_BACKEND["cpu"]} on a CPU), each unrolled',
-    activations=_mamba_activations, layered=True,
-    state_floats=_mamba_state))
+    activations=footprint.mamba_activations, layered=True,
+    state_floats=footprint.mamba_state))
