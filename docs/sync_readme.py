@@ -1,6 +1,7 @@
 """Keeps the README and the committed report one: copies a finished
 `--exp=all` run's REPORT.md and figures into docs/ (with --run), then writes
-the README's scorecard and distance table from docs/REPORT.md.
+the README's scorecard and distance table from docs/REPORT.md, and
+docs/REFERENCE.md's table of the models from the registry.
 
   python docs/sync_readme.py --run=runs/all   # after a full run
   python docs/sync_readme.py                  # the README from docs/REPORT.md
@@ -52,13 +53,35 @@ def synced(readme: str, report: str) -> str:
   """The README with each `<!-- NAME: ... -->` ... `<!-- end -->` block
   holding the report's."""
   for name, text in blocks(report).items():
-    pattern = re.compile(rf'(<!-- {name}: [^\n]*-->\n).*?(<!-- end -->)',
-                         re.S)
-    if not pattern.search(readme):
-      raise ValueError(f'README.md has no <!-- {name}: --> block')
-    readme = pattern.sub(lambda m: m.group(1) + text + '\n' + m.group(2),
-                         readme, count=1)
+    readme = _replace_block(readme, name, text, 'README.md')
   return readme
+
+
+def models_table() -> str:
+  """A row per registered model: its name, family, what it is and its
+  initialisation, as its registry entry says them."""
+  sys.path.insert(0, str(ROOT))
+  from src import models  # pylint: disable=import-outside-toplevel
+  rows = ['| name | family | what it is | initialisation (source) |',
+          '|---|---|---|---|']
+  for name in models.names():
+    spec = models.get(name)
+    rows.append(f'| `{name}` | {spec.family.name} | {spec.about} | '
+                f'{spec.init} |')
+  return '\n'.join(rows)
+
+
+def synced_reference(reference: str) -> str:
+  """docs/REFERENCE.md with its models block holding `models_table()`."""
+  return _replace_block(reference, 'models', models_table(), 'REFERENCE.md')
+
+
+def _replace_block(text: str, name: str, body: str, where: str) -> str:
+  pattern = re.compile(rf'(<!-- {name}: [^\n]*-->\n).*?(<!-- end -->)', re.S)
+  if not pattern.search(text):
+    raise ValueError(f'{where} has no <!-- {name}: --> block')
+  return pattern.sub(lambda m: m.group(1) + body + '\n' + m.group(2), text,
+                     count=1)
 
 
 def main(argv):
@@ -72,7 +95,10 @@ def main(argv):
   readme = ROOT / 'README.md'
   readme.write_text(synced(readme.read_text(),
                            (DOCS / 'REPORT.md').read_text()))
-  print('README.md synced with docs/REPORT.md')
+  reference = DOCS / 'REFERENCE.md'
+  reference.write_text(synced_reference(reference.read_text()))
+  print('README.md synced with docs/REPORT.md, REFERENCE.md with the '
+        'registry')
 
 
 if __name__ == '__main__':

@@ -82,6 +82,7 @@ class ModelSpec:
   architecture: str
   activations: Callable[[int, int, int, int], float]
   init_name: str = 'Flax default'  # the initialisation in two words (HParams)
+  about: str = ''  # what it is, a sentence (docs/REFERENCE.md's table)
   form: str = ''  # how it computes over positions, in a few words
   has_attention: bool = False
   loops_over_positions: bool = False
@@ -227,6 +228,10 @@ _FLAX_DEFAULT = ('Flax default: LeCun-normal input kernels, orthogonal '
 
 register(ModelSpec(
     'attention', ATTENTION, _attention,
+    about='token and learned position embeddings, causal multi-head '
+          'self-attention with a residual, a linear read-out; the last layer '
+          'computes only the read-out query (an exact shortcut the tests '
+          'check)',
     init='Flax default: LeCun-normal projections, embeddings normal with '
          'std 1/sqrt(d_model)',
     color='#d62728', architecture='attention', form='every query against '
@@ -235,6 +240,7 @@ register(ModelSpec(
     layered=True, state_floats=footprint.kv_cache))
 register(ModelSpec(
     'attention_last', ATTENTION, _attention,
+    about='the same classifier; `cost` measures only its read-out query',
     init='as attention (the same classifier; `cost` measures only its '
          'read-out query, the exact shortcut the classifier uses)',
     color='#ff7f0e', architecture='attention',
@@ -245,6 +251,9 @@ register(ModelSpec(
 register(ModelSpec(
     'attention_content', ATTENTION,
     functools.partial(_attention, positions=False),
+    about='`attention` without position embeddings: it can find position 0 '
+          "only by content (the searchlight's control: learned positions let a "
+          'model find position 0 without reading it)',
     init='as attention, with no position embedding: a position is found by '
          'its content only (learned absolute positions let a model find '
          'position 0 by its place)',
@@ -256,6 +265,10 @@ register(ModelSpec(
 register(ModelSpec(
     'attention_rope', ATTENTION,
     functools.partial(_attention, positions='rope'),
+    about='`attention` with rotary positions (RoPE, Su et al. 2021, base '
+          "10,000) rotating each head's queries and keys, no position "
+          'embedding: a score depends on the offset only, and it reads any '
+          "length (the Mamba paper's MHA-RoPE)",
     init='as attention, with rotary positions (RoPE, Su et al. 2021, base '
          '10,000) in place of the position embedding: it reads any length '
          "(the Mamba paper's MHA-RoPE)",
@@ -266,6 +279,10 @@ register(ModelSpec(
     layered=True, state_floats=footprint.kv_cache))
 register(ModelSpec(
     'transformer', ATTENTION, _transformer,
+    about='the Transformer brick: each layer x + attention(LayerNorm(x)), then '
+          'x + MLP(LayerNorm(x)), the MLP Linear(D, 4D), GELU, Linear(4D, D) '
+          '(pre-LayerNorm, no final norm); the same embeddings, attention and '
+          'read-out as `attention` (a subclass that changes only the layer)',
     init='Flax default, as attention; LayerNorm scale 1, bias 0; MLP '
          'LeCun-normal kernels, zero biases',
     color='#8c564b', architecture='transformer', form='every query against '
@@ -275,12 +292,15 @@ register(ModelSpec(
     layered=True, state_floats=footprint.kv_cache))
 register(ModelSpec(
     'lstm', GATED, cell_model(LSTM),
+    about="Flax's `OptimizedLSTMCell`, run by `lax.scan` (the input matmul of "
+          'every step hoisted before it)',
     init=_FLAX_DEFAULT + ' (forget-gate bias 0: the gate starts at 0.5)',
     color='#1f77b4', architecture='lstm',
     activations=footprint.recurrent_activations(4), loops_over_positions=True,
     form=_SCAN, state_floats=footprint.lstm_state))
 register(ModelSpec(
     'lstm_fb1', GATED, cell_model(LSTM, recurrent_lib.forget_bias(1.0)),
+    about='the same cell',
     init='forget-gate bias 1 (Gers et al. 2000; Jozefowicz et al. 2015; '
          'Keras, TensorFlow and Haiku default), the rest Flax default',
     init_name='forget bias 1',
@@ -289,6 +309,7 @@ register(ModelSpec(
     form=_SCAN, state_floats=footprint.lstm_state))
 register(ModelSpec(
     'lstm_chrono', GATED, _chrono(LSTM, recurrent_lib.lstm_chrono),
+    about='the same cell',
     init='chrono (Tallec & Ollivier 2018): forget-gate bias '
          'log U(1, T_max - 1), input-gate bias its negative; T_max the '
          "run's --chrono_horizon (default: the longest of --lengths), the "
@@ -299,6 +320,7 @@ register(ModelSpec(
     form=_SCAN, state_floats=footprint.lstm_state, takes_horizon=True))
 register(ModelSpec(
     'lstm_chrono_L', GATED, cell_model(LSTM, recurrent_lib.lstm_chrono()),
+    about='the same cell',
     init='chrono as lstm_chrono, but T_max = L, each group its own length '
          '(Tallec & Ollivier 2018; lstm_chrono before --chrono_horizon)',
     init_name='chrono, T_max = L',
@@ -307,11 +329,13 @@ register(ModelSpec(
     form=_SCAN, state_floats=footprint.lstm_state))
 register(ModelSpec(
     'gru', GATED, cell_model(GRU), init=_FLAX_DEFAULT,
+    about="Flax's `GRUCell` (`h' = (1-z) n + z h`)",
     color='#2ca02c', architecture='gru',
     activations=footprint.recurrent_activations(3), loops_over_positions=True,
     form=_SCAN, state_floats=footprint.hidden_state))
 register(ModelSpec(
     'gru_chrono', GATED, _chrono(GRU, recurrent_lib.gru_chrono),
+    about='the same cell',
     init='chrono for the update gate (after Tallec & Ollivier 2018): '
          "z-bias log U(1, T_max - 1); T_max the run's --chrono_horizon "
          '(default: the longest of --lengths), the same at every length',
@@ -321,11 +345,13 @@ register(ModelSpec(
     form=_SCAN, state_floats=footprint.hidden_state, takes_horizon=True))
 register(ModelSpec(
     'rnn', PLAIN, cell_model(RNN), init=_FLAX_DEFAULT,
+    about="Flax's `SimpleCell` (Elman, tanh)",
     color='#7f7f7f', architecture='rnn',
     activations=footprint.recurrent_activations(1), loops_over_positions=True,
     form=_SCAN, state_floats=footprint.hidden_state))
 register(ModelSpec(
     'rnn_uniform', PLAIN, cell_model(RNN, recurrent_lib.pytorch_uniform),
+    about='the same cell',
     init="PyTorch nn.RNN's: every weight and bias U(-1/sqrt(d), 1/sqrt(d))",
     init_name='PyTorch uniform',
     color='#252525', architecture='rnn',
@@ -343,6 +369,12 @@ def _lstm97(*, vocab_size, length, d_model, num_classes, num_heads,
 
 register(ModelSpec(
     'lstm97', GATED, _lstm97,
+    about='the LSTM of Hochreiter & Schmidhuber (1997), Experiment 2: memory '
+          'cells with input gates, no forget and no output gate (s_t = s_{t-1} '
+          '+ y_in g(net)), g the logistic sigmoid, h the identity, no biases, '
+          'one-hot input, the output reading the input and the cells; the '
+          "gradient truncated as the paper's (error flows back in time through "
+          's alone)',
     init='Hochreiter & Schmidhuber 1997 (Neural Computation 9(8), sec. 5.2, '
          'Experiment 2): memory cells with input gates, no forget gate and '
          'no output gate, g sigmoid, h identity, no biases, one-hot input; '
@@ -358,6 +390,11 @@ register(ModelSpec(
 
 register(ModelSpec(
     'linear_attention', LINEAR, linear_attention_lib.LinearAttentionClassifier,
+    about='causal linear attention, feature map elu + 1, post-norm residual '
+          '(Katharopoulos et al. 2020); trained in its chunked form (64 x 64 '
+          'products within a chunk, running sums of phi(K)^T V and phi(K) '
+          'between chunks: cost ~L), the L x L weights only when a probe asks '
+          'for them',
     init='Flax default (LeCun-normal projections, embeddings normal with '
          'std 1/sqrt(d_model), LayerNorm 1 and 0), as attention; feature '
          'map elu + 1 '
@@ -369,6 +406,9 @@ register(ModelSpec(
     layered=True, state_floats=footprint.linear_attention_state))
 register(ModelSpec(
     'lru', LINEAR, lru_lib.LRUClassifier,
+    about='the Linear Recurrent Unit (Orvieto et al. 2023): a diagonal complex '
+          'recurrence with exponential parameterisation, gamma normalisation, '
+          'GLU block, by `lax.associative_scan`',
     init='Orvieto et al. 2023: lambda uniform on the ring r_min 0.9, r_max '
          '0.999, phase U(0, pi/10), gamma = sqrt(1 - |lambda|^2), B and C '
          'complex Glorot-normal, D N(0, 1); GLU Flax default',
@@ -379,6 +419,9 @@ register(ModelSpec(
 register(ModelSpec(
     'lru_disk', LINEAR,
     functools.partial(lru_lib.LRUClassifier, ring=lru_lib.LRU_DISK),
+    about='the LRU, initialised over the whole unit disk: fast units beside '
+          'slow ones (not in `--exp=all`, whose linear parts run each '
+          "architecture at its paper's initialisation)",
     init='as lru, but lambda uniform on the whole unit disk: r_min 0, r_max '
          '1, phase U(0, 2 pi) (the defaults of Orvieto et al. 2023\'s '
          'appendix code and of minimal-LRU): fast units beside slow ones',
@@ -389,6 +432,12 @@ register(ModelSpec(
     state_floats=footprint.lru_state))
 register(ModelSpec(
     'mamba', LINEAR, mamba_lib.MambaClassifier,
+    about='a selective SSM block (Gu & Dao 2023): input-dependent Delta, B, C, '
+          'a short causal convolution and a gate, RMSNorm pre-norm; its '
+          'selective scan runs over chunks of positions (4 on a CPU, 64 '
+          "elsewhere: a `lax.scan` carrying the state, each chunk's positions "
+          'unrolled), keeping only the state entering each chunk, which its '
+          'own VJP recomputes from (no (B, L, I, N) tensor)',
     init='state-spaces/mamba (Gu & Dao 2023): A = -(1..N) (S4D-real), D = 1, '
          'softplus(dt bias) log-uniform [0.001, 0.1], projections and conv '
          'PyTorch default U(+-1/sqrt(fan_in)), out_proj / sqrt(layers); '
