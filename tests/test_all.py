@@ -3,6 +3,9 @@
 import json
 import os
 import re
+import shutil
+
+import pytest
 
 from experiments import all as all_exp
 from tests.helpers import read_csv, run_py_without_backend
@@ -34,25 +37,38 @@ def test_each_part_is_handed_only_the_flags_it_reads():
   assert all('--quick' in c for c in command.values())
 
 
-def test_all_quick_writes_a_report_from_the_summaries(tmp_path):
+# One run both tests below read: the two parts, started in another folder
+# than the repository's with a relative --workdir (which must mean the same
+# to every part), checkpointed every 10 steps.
+COMMAND = ('--exp=all', '--quick', f'--parts={PARTS}', '--workdir=run',
+           '--checkpoint_dir=ckpt', '--lengths=5',
+           '--models=attention',  # the one model every part accepts
+           '--seeds=2', '--steps=20', '--chunk_steps=10',
+           '--checkpoint_every=10', '--budgets=10,20', '--heads=1,2',
+           '--eval_examples=32', '--batch_size=8')
+
+
+@pytest.fixture(scope='module')
+def reference(tmp_path_factory):
+  """The folder of an uninterrupted `--exp=all` on the two parts, run by a
+  parent that cannot start a JAX backend."""
+  root = tmp_path_factory.mktemp('reference')
+  proc = run_py_without_backend(*COMMAND, timeout=900, cwd=root)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  return root
+
+
+def test_all_quick_writes_a_report_from_the_summaries(reference, tmp_path):
   """The parent never starts a JAX backend (it could not: its JAX has no
   usable platform), so on an accelerator each part finds it free. Run
   again, it redoes no part and writes the report (and its results.csv)
-  from the summaries as they are now. Started in another folder than the
-  repository's, a relative --workdir means the same to every part."""
-  command = ('--exp=all', '--quick', f'--parts={PARTS}',
-             '--workdir=run', '--checkpoint_dir=ckpt', '--lengths=5',
-             '--models=attention',  # the one model every part accepts
-             '--seeds=2', '--steps=10', '--chunk_steps=10',
-             '--budgets=10,20', '--heads=1,2', '--eval_examples=32',
-             '--batch_size=8')
-  proc = run_py_without_backend(*command, timeout=900, cwd=tmp_path)
-  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  from the summaries as they are now."""
+  shutil.copytree(reference, tmp_path, dirs_exist_ok=True)
   run = tmp_path / 'run'
   with open(run / 'results.csv', 'a') as f:  # as an older report's claim
     f.write('distance,An old claim.,held,stale\n')
   parts = {p: (run / p / 'results.csv').read_text() for p in PARTS.split(',')}
-  proc = run_py_without_backend(*command, timeout=900, cwd=tmp_path)
+  proc = run_py_without_backend(*COMMAND, timeout=900, cwd=tmp_path)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   for part, text in parts.items():  # nothing trained or measured again
     assert (run / part / 'results.csv').read_text() == text
@@ -119,18 +135,14 @@ def test_a_claim_two_parts_measure_appears_once():
 
 
 def _all_run(root, env=None):
-  """`--exp=all` on the two parts, started afresh in a session of its own
-  (so that a fault may SIGKILL its whole process group: parent and part)."""
+  """`COMMAND` in `root`, started afresh in a session of its own (so that a
+  fault may SIGKILL its whole process group: parent and part)."""
   import subprocess
   import sys
   from tests.helpers import ROOT, cached, child_env
-  command = ['--exp=all', '--quick', f'--parts={PARTS}', f'--workdir={root}/run',
-             f'--checkpoint_dir={root}/ckpt', '--lengths=5',
-             '--models=attention', '--seeds=2', '--steps=20',
-             '--chunk_steps=10', '--checkpoint_every=10', '--heads=1,2',
-             '--eval_examples=32', '--batch_size=8']
+  root.mkdir(exist_ok=True)
   return subprocess.run([sys.executable, str(ROOT / 'run.py'),
-                         *cached(command)], cwd=ROOT, env=child_env(env),
+                         *cached(COMMAND)], cwd=root, env=child_env(env),
                         capture_output=True, text=True, timeout=900,
                         start_new_session=True)
 
@@ -151,14 +163,11 @@ def _outputs(root):
 
 
 def test_all_killed_mid_part_and_between_parts_resumes_to_the_same_report(
-    tmp_path):
+    reference, tmp_path):
   """SIGKILL of the whole run (parent and part) in the middle of the first
   part's training, then of the parent between the two parts: the same
   command twice more finishes with the results.csv files and REPORT.md of
-  an uninterrupted run, value for value."""
-  reference = tmp_path / 'reference'
-  proc = _all_run(reference)
-  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+  an uninterrupted run (`reference`), value for value."""
   killed = tmp_path / 'killed'
   # After step 20's events, before its checkpoint: step 10's is the last.
   proc = _all_run(killed, {'SEARCHLIGHT_FAULT_KILL_TREE': 'attention_L005@20'})
