@@ -11,8 +11,8 @@ The way in for notebooks and scripts started at the repository root
   seed.hidden_states(tokens)  # recurrent: the state after every position
 
 A seed is rebuilt from its group's recipe (`groups.json`, built by
-`train.build` as the runner built it) and restored from the group's latest checkpoint. Nothing
-here writes: a checkpoint that cannot be read is skipped where it lies, not
+`train.build` as the runner built it) and restored from the group's latest
+checkpoint. Nothing here writes: a checkpoint that cannot be read is skipped where it lies, not
 moved aside as the trainer would.
 
 Shape legend: B batch, L length, D width, C classes.

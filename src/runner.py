@@ -92,14 +92,15 @@ def run(module, config, run_dir, *, stop=None) -> dict:
   at_selected = lambda table: [
       c for c in table if c.get('learning_rate', '') in ('', rates.get(
           c['group']))]
-  data = experiment.Measured(curves=at_selected(sweeper.curves.rows),
-                  tables={k: chosen(t.rows) for k, t in tables.items()},
-                  kept=kept,
-                  measurements=experiment.Measurements(at_selected(measurements.rows)),
-                  learning_rates=_rate_summary(config, groups, results.rows))
-  everything = experiment.Measured(curves=sweeper.curves.rows,
-                        tables={k: t.rows for k, t in tables.items()},
-                        measurements=experiment.Measurements(measurements.rows))
+  data = experiment.Measured(
+      curves=at_selected(sweeper.curves.rows),
+      tables={k: chosen(t.rows) for k, t in tables.items()}, kept=kept,
+      measurements=experiment.Measurements(at_selected(measurements.rows)),
+      learning_rates=_rate_summary(config, groups, results.rows))
+  everything = experiment.Measured(
+      curves=sweeper.curves.rows,
+      tables={k: t.rows for k, t in tables.items()},
+      measurements=experiment.Measurements(measurements.rows))
   return finish(module, config, run_dir, chosen(results.rows), data,
                 by_rate=verdicts_by_rate(module, config, results.rows,
                                          everything))
@@ -153,9 +154,10 @@ def verdicts_by_rate(module, config, rows, data: experiment.Measured) -> dict:
   for rate in config.rates:
     at = lambda table: [r for r in table
                         if float(r.get('learning_rate') or 'nan') == rate]
-    mine = experiment.Measured(curves=at(data.curves),
-                    tables={n: at(t) for n, t in data.tables.items()},
-                    measurements=experiment.Measurements(at(data.measurements.rows)))
+    mine = experiment.Measured(
+        curves=at(data.curves),
+        tables={n: at(t) for n, t in data.tables.items()},
+        measurements=experiment.Measurements(at(data.measurements.rows)))
     summary = module.summarize(config, at(rows), mine)
     out[f'{rate:g}'] = [(c['claim'], claim_setting(c), c['verdict'])
                         for c in judged(summary.get('claims', []))]
@@ -254,7 +256,8 @@ def select_rate(validation_accuracy, num_seeds: int) -> int:
   return int(np.argmax(np.nan_to_num(acc, nan=-1.0).mean(axis=1)))
 
 
-def measurement_rows(g: experiment.Group, rates, step: int, values: dict) -> list[dict]:
+def measurement_rows(g: experiment.Group, rates, step: int,
+                     values: dict) -> list[dict]:
   """measurements.csv rows of per-member `values` ({key: member-stacked
   array}, unpadded) at `step`: a scalar per seed is one row; a few values
   per seed (classes, heads: at most 16) are `key/i`; larger ones stay the
@@ -335,7 +338,8 @@ def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
   out = {}
   for r, rate in enumerate(rates):
     timing = experiment.Timing(budget, wall_s, ensemble.compile_s,
-                    ensemble.num_params, ensemble.at_rate(diverged, r))
+                               ensemble.num_params,
+                               ensemble.at_rate(diverged, r))
     rows = module.rows(g, ensemble.at_rate(final, r), config, timing)
     valid = (None if validation is None
              else ensemble.at_rate(validation, r))
@@ -355,8 +359,9 @@ def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
   results.append(out['results.csv'])
   sweeper.progress.say(module.line(
       g, ensemble.at_rate(final, selected), config,
-      experiment.Timing(budget, wall_s, ensemble.compile_s, ensemble.num_params,
-             ensemble.at_rate(diverged, selected)))
+      experiment.Timing(budget, wall_s, ensemble.compile_s,
+                        ensemble.num_params,
+                        ensemble.at_rate(diverged, selected)))
       + (f' (lr {rates[selected]:g} of {len(rates)})'
          if len(rates) > 1 else ''))
   return ensemble.rate_first(params, selected)
@@ -409,8 +414,8 @@ def _run_cells(module, config, run_dir, stop) -> dict:
                 experiment.Measured(context=context))
 
 
-def finish(module, config, run_dir, rows: list[dict], data: experiment.Measured, *,
-           by_rate=None) -> dict:
+def finish(module, config, run_dir, rows: list[dict],
+           data: experiment.Measured, *, by_rate=None) -> dict:
   """Summary (with the training time the rows record), summary.json, the
   figures and the config in TensorBoard, the table and the claims."""
   summary = module.summarize(config, rows, data)

@@ -455,6 +455,7 @@ def fit(ensemble: train_lib.Ensemble, state, start_step: int, *, steps: int,
       last_saved = step
     if stopping:
       log_pending()
-      raise checkpoint_lib.Preempted(stop.signum or signal.SIGTERM, f'{where} step {step}')
+      raise checkpoint_lib.Preempted(stop.signum or signal.SIGTERM,
+                                     f'{where} step {step}')
   log_pending()
   return state
