@@ -10,8 +10,6 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from src.models import readout
-
 
 def softmax(x, axis=-1):
   """`jax.nn.softmax`'s numbers, normalised by an explicit reciprocal.
@@ -185,8 +183,9 @@ class AttentionClassifier(nnx.Module):
           key_mask=read_out_key_mask if last else None,
           key_cap=read_out_key_cap if last else None)
       attention.append(att)
-    return (readout.read_out(self.classifier, x_BxLxD, per_position),
-            {'attention': attention})
+    if per_position:
+      return self.classifier(x_BxLxD), {'attention': attention}
+    return self.classifier(x_BxLxD[:, -1]), {'attention': attention}
 
   def block(self, i, x_BxLxD, *, query_positions, head_mask, weights,
             key_mask=None, key_cap=None):
