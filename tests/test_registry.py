@@ -191,18 +191,25 @@ def test_a_model_registered_in_one_place_runs_distance_end_to_end(tmp_path):
           'mean_embed', models.PLAIN, MeanOfEmbeddings,
           init='Flax default', color='#abcdef', architecture='mean_embed',
           activations=lambda L, D, H, layers: 2 * L * D))
+      from tests.test_models import IRNN, identity_recurrence
+      models.register(models.ModelSpec(  # a variant: a cell and an init
+          'irnn', models.PLAIN, models.cell_model(IRNN, identity_recurrence),
+          init='Le et al. 2015: identity recurrence', color='#123456',
+          architecture='irnn', loops_over_positions=True,
+          activations=lambda L, D, H, layers: 6 * L * D))
       import run
       app.run(run.main)
   '''))
   proc = run_script(
       script, '--exp=distance',
-      '--models=attention,mean_embed', '--lengths=3,6', '--seeds=2',
+      '--models=attention,mean_embed,irnn', '--lengths=3,6', '--seeds=2',
       '--steps=20', '--chunk_steps=10', '--batch_size=16',
       '--eval_examples=64', f'--workdir={tmp_path}/run',
        f'--checkpoint_dir={tmp_path}/ckpt')
   assert proc.returncode == 0, proc.stderr[-3000:]
   rows = read_csv(tmp_path / 'run/results.csv')
-  assert {r['model'] for r in rows} == {'attention', 'mean_embed'}
-  assert len(rows) == 2 * 2 * 2
+  assert {r['model'] for r in rows} == {'attention', 'mean_embed', 'irnn'}
+  assert len(rows) == 3 * 2 * 2
   assert (tmp_path / 'run/tb/mean_embed_L006').is_dir()
+  assert (tmp_path / 'run/tb/irnn_L006').is_dir()
   assert_figure(tmp_path / 'run/distance.png')
