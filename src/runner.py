@@ -488,7 +488,19 @@ def claim_setting(claim: dict) -> str:
                   ('decoys', 'decoys')) if k in claim)
 
 
+def claim_line(c: dict) -> str:
+  """One printed line of a judged claim: its verdict, its sentence, the
+  count that decides it and p (Holm-adjusted where it was tested); the
+  per-seed numbers are in summary.json and REPORT.md."""
+  p = c.get('p_adjusted') if c.get('p_adjusted') is not None else c.get('p')
+  said = '; '.join(x for x in (claims_lib.headline(c),
+                               None if p is None else f'p {p:.2g}') if x)
+  return (f'- {c["verdict"].upper()}{claim_setting(c)}: {c["claim"]}'
+          + (f' ({said})' if said else ''))
+
+
 def print_claims(summary: dict) -> None:
-  for c in summary.get('claims', []):
-    print(f'- {c["verdict"].upper()}{claim_setting(c)}: {c["claim"]} '
-          f'({c["measured"]})')
+  lines = [claim_line(c) for c in summary.get('claims', [])]
+  if lines:
+    print('\n'.join(lines) + '\n(each claim\'s test and per-seed numbers: '
+          'summary.json\'s claims)')

@@ -86,6 +86,12 @@ def test_every_output_the_readme_promises(run, groups):
               'p_adjusted', 'family'} <= set(c) for c in summary['claims'])
   table = (folder / 'table.txt').read_text()
   assert table in stdout and 'critical' in table
+  # A line per claim, at a glance: its verdict, sentence, count and p.
+  verdicts = [l for l in stdout.splitlines() if re.match(
+      r'- (HELD|DID NOT HOLD|INCONCLUSIVE)', l)]
+  assert len(verdicts) == len(summary['claims'])
+  assert all(len(l) <= 200 and re.search(r'\bp [0-9.e-]+\)$', l)
+             for l in verdicts), verdicts
   again = run_py(*readme_first_command(), *SMALL, cwd=folder.parent.parent)
   assert again.returncode == 0, again.stderr[-3000:]
   assert 'nothing to do: ' in again.stdout + again.stderr
