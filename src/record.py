@@ -331,16 +331,22 @@ def publish(run_dir, config, summary: dict, draw=None, *,
 
 
 def verdicts_text(claims: list[dict]) -> str:
-  """The claims as a markdown table: claim, verdict, kind, test, p."""
-  from src import stats  # deferred: it imports scipy
-  lines = ['| claim | verdict | kind | test | p (Holm) |', '|---|---|---|---|---|']
+  """The claims as a markdown table, verdict and p first (HELD in capitals
+  and bold, did not hold in bold, inconclusive plain), then the claim, the
+  count that decides it, its kind and its test."""
+  from src import claims as claims_lib  # deferred: it imports scipy
+  from src import stats
+  mark = {'held': '**HELD**', 'did not hold': '**did not hold**'}
+  lines = ['| verdict | p (Holm) | claim | count | kind | test |',
+           '|---|---|---|---|---|---|']
   for c in claims:
     p = c.get('p_adjusted')
     where = ''.join(f' ({k}={c[k]})' for k in ('length', 'd_model', 'decoys')
                     if k in c)
-    lines.append(f'| {c["claim"]}{where} | **{c["verdict"]}** | '
-                 f'{c.get("kind", "")} | {c.get("test", "")} | '
-                 + ('' if p is None else stats.fmt_p(p)) + ' |')
+    lines.append(f'| {mark.get(c["verdict"], c["verdict"])} | '
+                 + ('' if p is None else stats.fmt_p(p))
+                 + f' | {c["claim"]}{where} | {claims_lib.headline(c)} | '
+                 f'{c.get("kind", "")} | {c.get("test", "")} |')
   return '\n'.join(lines)
 
 

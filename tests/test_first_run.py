@@ -186,15 +186,20 @@ def _cells(html: str) -> list[list[str]]:
 
 
 def test_verdicts_are_a_text_table(run, overview):
-  """Claim, verdict, kind, test and p, one row per claim of summary.json."""
+  """Verdict and p first (held and did not hold told apart at a glance),
+  then the claim, its count, kind and test: one row per claim of
+  summary.json."""
   claims = json.loads((run[0] / 'summary.json').read_text())['claims']
   text, = overview.get('/data/plugin/text/text', run='.',
                        tag='claims/text_summary')
   header, *rows = _cells(text['text'])
-  assert header == ['claim', 'verdict', 'kind', 'test', 'p (Holm)']
-  assert [(r[1], r[2], r[4]) for r in rows] == [
-      (c['verdict'], c['kind'], stats.fmt_p(c['p_adjusted']))
-      for c in claims]
+  assert header == ['verdict', 'p (Holm)', 'claim', 'count', 'kind', 'test']
+  shown = {'held': 'HELD', 'did not hold': 'did not hold'}
+  assert [(r[0], r[1], r[4]) for r in rows] == [
+      (shown.get(c['verdict'], c['verdict']), stats.fmt_p(c['p_adjusted']),
+       c['kind']) for c in claims]
+  assert '<strong>HELD</strong>' in text['text'] or not any(
+      c['verdict'] == 'held' for c in claims)
 
 
 def test_config_text_has_the_fields_read(overview):
