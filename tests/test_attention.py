@@ -189,3 +189,11 @@ def test_a_model_without_positions_finds_position_0_by_content():
   x = model.embed(tokens)
   np.testing.assert_array_equal(x[0, 1], x[0, 2])  # same token, same vector
 
+
+
+def test_quick_can_conclude_where_every_seed_agrees():
+  """--quick's first look is not underpowered by construction: every claim's
+  best case (all its seeds agreeing) clears alpha after Holm."""
+  from src import experiment
+  plan = experiment.power_plan(attention.EXPERIMENT, attention.QUICK)
+  assert plan and all(r['power'] > 0 for r in plan), plan

@@ -85,7 +85,9 @@ def test_print_config_says_where_each_value_came_from(tmp_path):
   assert 'vocab' not in rows and ' vocab,' in refused and ' heads,' in refused
   rows = {line.split()[0]: line.split()[1:] for line in
           quick.stdout.splitlines() if line.startswith('  ')}
-  assert rows['seeds'] == ['4', 'quick'] and rows['quick'] == ['True', 'flag']
+  assert rows['seeds'] == [str(experiments.load('attention').quick.seeds),
+                           'quick']
+  assert rows['quick'] == ['True', 'flag']
   assert rows['lengths'] == ['20', 'default']
   assert not list(tmp_path.iterdir())  # nothing written
 
