@@ -2,8 +2,10 @@
 measurement, one claim) runs end to end through run.py, and resumes."""
 
 import json
+import sys
 import textwrap
 
+from src import claims
 from tests.helpers import ROOT, assert_figure, read_csv, scalars, run_script
 
 # A throwaway experiment: attention at two lengths; it measures the weight
@@ -122,7 +124,7 @@ def last_query_entropy(model, tokens_BxL, labels_B):
 class Entropy(experiment.Experiment):
   name = 'entropy'
   defaults = quick = Config(exp='entropy', models=('attention',),
-                            lengths=(8, 16), seeds=4, steps=200)
+                            lengths=(8, 16), seeds=6, steps=200)
   probe, probe_at_start = last_query_entropy, True
 
   def summarize(self, config, rows, data):
@@ -174,6 +176,13 @@ def test_the_readmes_entropy_experiment_is_forty_lines_and_runs(tmp_path):
   assert {r['length'] for r in results} == {'4', '6'} and len(results) == 4
   _, curve = scalars(tmp_path / 'run/tb/attention_L004', 'entropy')
   assert curve and curve[-1][0] == 40
+  # Its own seeds can conclude: all agreeing, each claim's sign test
+  # clears alpha after Holm over the two lengths.
+  sys.path.insert(0, str(tmp_path))
+  import entropy_exp  # pylint: disable=import-outside-toplevel
+  config = entropy_exp.EXPERIMENT.defaults
+  assert claims.power(claims.COMPARISON, config.seeds,
+                      len(config.lengths)) > 0
   before = (tmp_path / 'run/measurements.csv').read_text()
   proc = run()  # nothing left to do: nothing measured twice
   assert proc.returncode == 0, proc.stderr[-3000:]
