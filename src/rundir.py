@@ -83,11 +83,8 @@ def stored_config(workdir) -> dict | None:
 
 
 def recorded_checkpoint_dir(meta: dict) -> str:
-  """The checkpoint folder a run's config.json names (as given; older runs:
-  the flag, else the default of their day, checkpoints/<exp>)."""
-  flags = meta.get('provenance', {}).get('flags', {})
-  return (meta.get('checkpoint_dir') or flags.get('checkpoint_dir')
-          or f'checkpoints/{meta["config"]["exp"]}')
+  """The checkpoint folder a run's config.json names, as given."""
+  return meta['checkpoint_dir']
 
 
 # -- ownership ----------------------------------------------------------------------

@@ -502,12 +502,9 @@ class Ensemble:
 
 def build(recipe: dict, **kwargs) -> Ensemble:
   """The ensemble a recipe describes (a group's, as groups.json keeps it:
-  model, model_kwargs, task, num_seeds, seed, batch_size, learning_rates; an
-  older recipe's single learning_rate is a grid of one).
+  model, model_kwargs, task, num_seeds, seed, batch_size, learning_rates).
   The runner trains from it and `analysis.load_seed` rebuilds from it;
-  `kwargs` are the ensemble's own (probe, mesh, ...). An older recipe's
-  chrono model has no `chrono_horizon` in its model_kwargs: it was trained
-  at T_max = L, and the registry builds it so when none is given."""
+  `kwargs` are the ensemble's own (probe, mesh, ...)."""
   task = dict(recipe['task'])
   task = tasks_lib.make_task(task.pop('name'), task.pop('length'), **task)
   return Ensemble(
@@ -515,8 +512,7 @@ def build(recipe: dict, **kwargs) -> Ensemble:
                                          **recipe['model_kwargs'], rngs=rngs),
       task, num_seeds=recipe['num_seeds'], seed=recipe['seed'],
       batch_size=recipe['batch_size'],
-      learning_rates=recipe.get('learning_rates',
-                                [recipe.get('learning_rate')]),
+      learning_rates=recipe['learning_rates'],
       optimizer=recipe.get('optimizer'),
       train_strings=recipe.get('train_strings', 0),
       early_stop=recipe.get('early_stop', 0.0), **kwargs)
