@@ -64,10 +64,11 @@ def models_table() -> str:
   from src import models  # pylint: disable=import-outside-toplevel
   rows = ['| name | family | what it is | initialisation (source) |',
           '|---|---|---|---|']
+  cell = lambda text: text.replace('|', '\\|')  # a bar would end the cell
   for name in models.names():
     spec = models.get(name)
-    rows.append(f'| `{name}` | {spec.family.name} | {spec.about} | '
-                f'{spec.init} |')
+    rows.append(f'| `{name}` | {spec.family.name} | {cell(spec.about)} | '
+                f'{cell(spec.init)} |')
   return '\n'.join(rows)
 
 

@@ -97,6 +97,9 @@ def load_run(workdir) -> Run:
     raise NotFound(f'{path}: no results.csv{hint}')
   config = meta['config']
   checkpoint_dir = rundir.recorded_checkpoint_dir(meta)
+  if checkpoint_dir is None:
+    raise NotFound(f'{path}: its config.json names no checkpoint folder (a '
+                   'run stored by an older version); run it again')
   return Run(path=path, config=config, command=meta.get('command', ''),
              results=_csv(path / 'results.csv'),
              curves=_csv(path / 'curves.csv'),

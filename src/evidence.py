@@ -76,7 +76,7 @@ class Shape:
 BY_KIND = {'threshold': Threshold, 'reliability': Reliability,
            'capability': Capability, 'impossibility': Impossibility,
            'comparison': Comparison, 'shape': Shape}
-# Set after a claim is judged (gating): the verdicts of smaller budgets.
+# Set after a claim is made (gating): the verdicts of smaller budgets.
 ANNEXES = ('by_budget',)
 
 

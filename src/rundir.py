@@ -82,9 +82,10 @@ def stored_config(workdir) -> dict | None:
   return meta.get('config') if isinstance(meta, dict) else None
 
 
-def recorded_checkpoint_dir(meta: dict) -> str:
-  """The checkpoint folder a run's config.json names, as given."""
-  return meta['checkpoint_dir']
+def recorded_checkpoint_dir(meta: dict) -> str | None:
+  """The checkpoint folder a run's config.json names, as given (None in a
+  run stored before config.json named it: such a run is re-run)."""
+  return meta.get('checkpoint_dir')
 
 
 # -- ownership ----------------------------------------------------------------------
@@ -134,7 +135,8 @@ def _claims(workdir, checkpoint_dir) -> bool:
   meta = _read_json(storage.path(workdir) / CONFIG_FILE)
   if not isinstance(meta, dict) or 'config' not in meta:
     return False
-  return _where(recorded_checkpoint_dir(meta)) == _where(checkpoint_dir)
+  named = recorded_checkpoint_dir(meta)
+  return named is not None and _where(named) == _where(checkpoint_dir)
 
 
 def _has_content(folder, ignore=(OWNER_FILE,)) -> bool:

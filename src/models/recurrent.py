@@ -66,9 +66,9 @@ class RecurrentClassifier(nnx.Module):
   """Token embedding, a Flax recurrent cell run by `lax.scan`, a linear
   classifier on the last hidden state.
 
-  `cell(d_model, d_model, rngs=...)` builds a Flax LSTM, GRU or simple
-  cell (a class, or a `functools.partial` of one: its activation and gate
-  functions are the ones run). `init(cell, length, key)`, if given,
+  `cell(d_model, d_model, rngs=...)` builds a Flax OptimizedLSTMCell,
+  GRUCell or SimpleCell (a class, or a `functools.partial` of one: its
+  activation and gate functions are the ones run). `init(cell, length, key)`, if given,
   replaces some of the cell's Flax defaults (see the initialisations
   below); `length` is the group's sequence length, which only chrono at
   T_max = L reads.
