@@ -179,7 +179,7 @@ class AllConfig(Config):
 DEFAULTS = AllConfig(exp='all')
 QUICK = dataclasses.replace(DEFAULTS, quick=True)
 COLUMNS = ['experiment', 'claim', 'verdict', 'measured', 'kind', 'test',
-           'p', 'p_adjusted', 'p_bh', 'bh_verdict', 'lesson']
+           'p', 'p_adjusted', 'p_bh', 'bh_verdict', 'lesson', 'role']
 
 
 # Flags every part takes from the parent as the user gave them, beside the
@@ -249,9 +249,19 @@ def merge_claims(parts) -> list[dict]:
     figure = f'{name}/{section(name)[1]}'
     for c in claims:
       text = c['claim'] + runner.claim_setting(c)
+      # The plan's power for this row (`claims.plan`), from what its
+      # summary records: a row under POWER_WANTED answers nothing.
+      power = 1.0 if c.get('p') is None else claims_lib.power(
+          c.get('kind', ''), int(c.get('seeds') or 0),
+          int(c.get('family_size') or 1), rate=(c.get('evidence') or {}).get(
+              'rate', claims_lib.RELIABLE_RATE))
       if text not in index:
         index[text] = len(out)
         out.append(dict(experiment=name, claim=text, verdict=c['verdict'],
+                        role=c.get('role', claims_lib.LESSON),
+                        label=(c.get('model') or c.get('task') or '')
+                        + runner.claim_setting(c),
+                        powered={name: power >= claims_lib.POWER_WANTED},
                         measured=c['measured'], note=c.get('note', ''),
                         kind=c.get('kind', ''), test=c.get('test', ''),
                         p=c.get('p'), p_adjusted=c.get('p_adjusted'),
@@ -264,6 +274,7 @@ def merge_claims(parts) -> list[dict]:
       first['experiment'] += f' + {name}'
       first['measured'] += f'; measured again by {name}: {c["measured"]}'
       first['verdicts'][name] = c['verdict']
+      first['powered'][name] = power >= claims_lib.POWER_WANTED
       if len(set(first['verdicts'].values())) > 1:
         first['verdict'] = '; '.join(f'{v} ({p})'
                                      for p, v in first['verdicts'].items())
@@ -353,31 +364,112 @@ def verdict_counts(verdicts: list[str]) -> str:
   return ', '.join(f'{n} {what}' for n, what in counts if n)
 
 
+def counted(claims: list[dict], role: str = claims_lib.LESSON) -> list[dict]:
+  """The rows a scorecard counts for `role`: that role's, judged (not
+  `not applicable`)."""
+  return [c for c in claims if c.get('role', claims_lib.LESSON) == role
+          and c['verdict'] != stats.NOT_APPLICABLE]
+
+
+def row_answer(c: dict) -> str:
+  """A row's verdict as the scorecard reads it: from its powered parts
+  only ('unpowered' where none is), 'split' where two powered parts
+  disagree."""
+  said = {v for part, v in c['verdicts'].items()
+          if c.get('powered', {}).get(part, True)}
+  if not said:
+    return 'unpowered'
+  if len(said) > 1:
+    return 'split'
+  v = said.pop()
+  return stats.INCONCLUSIVE if v.startswith(stats.INCONCLUSIVE) else v
+
+
+def family_answer(rows: list[dict]) -> str:
+  """One family's answer: 'holds', 'does not hold', 'holds for X; not for
+  Y' (where the verdict depends on the setting, each setting named), or
+  'inconclusive', from its rows' powered verdicts; with the count."""
+  by = {}
+  for c in rows:
+    by.setdefault(row_answer(c), []).append(c['label'] or c['experiment'])
+  n = len(rows)
+  names = lambda key: ', '.join(dict.fromkeys(by[key]))
+  if set(by) == {stats.HELD}:
+    return f'holds ({n} of {n} rows)'
+  if set(by) == {stats.NOT_HELD}:
+    return f'does not hold ({n} of {n} rows)'
+  if set(by) == {'unpowered'}:
+    return f'not answered: underpowered in every part ({n} rows)'
+  out = []
+  for key, what in ((stats.HELD, 'holds for'), (stats.NOT_HELD, 'not for'),
+                    ('split', 'split between powered parts for'),
+                    (stats.INCONCLUSIVE, 'inconclusive for'),
+                    ('unpowered', 'underpowered for')):
+    if key in by:
+      out.append(f'{what} {names(key)}')
+  return ('; '.join(out) + f' ({len(by.get(stats.HELD, []))} of {n} rows '
+          'held)')
+
+
+def answers(claims: list[dict]) -> list[str]:
+  """Per family of `claims` (in order): its name and its answer, the
+  headline of its first row beside it."""
+  families = {}
+  for c in claims:
+    families.setdefault(c['family'] or c['claim'], []).append(c)
+  return [f'{family[0].upper()}{family[1:]}: **{family_answer(rows)}**'
+          + (f' ({rows[0]["headline"]})' if rows[0].get('headline') else '')
+          for family, rows in families.items()]
+
+
 def scorecard(claims: list[dict], link: str = '') -> str:
-  """One row per claim of the lesson: its words, the verdicts of the claims
-  that test it, the numbers behind the first of each family, and a link to
-  its section of the report (`link` before the anchor: the report's path
-  from where the table is read)."""
-  lines = ['| # | The lesson says | Verdicts | The numbers behind them | '
-           'Section |', '|---|---|---|---|---|']
+  """One row per claim of the lesson: its words, its answer (per family of
+  the rows that test the lesson's own sentence: holds, does not hold, or
+  holds only for some settings, from the verdicts of powered parts), the
+  count of those rows, and a link to its section of the report (`link`
+  before the anchor: the report's path from where the table is read).
+  Side claims, sanity checks and not-applicable rows are not counted
+  (`side_claims` lists the side claims)."""
+  lines = ['| # | The lesson says | The answer | Rows counted | Section |',
+           '|---|---|---|---|---|']
   for number, (title, words) in LESSON.items():
-    mine = [c for c in claims if c['lesson'] == number]
+    every = [c for c in claims if c['lesson'] == number]
+    mine = counted(every)
     if not mine:
-      verdicts = numbers = ('the task the other rows train on'
-                            if number == 1 else 'not measured in this run')
+      answer = counts = ('the task the other rows train on' if number == 1
+                         else 'no row to count (side claims, sanity checks '
+                         'or not applicable only)' if every
+                         else 'not measured in this run')
     else:
-      verdicts = verdict_counts([c['verdict'] for c in mine])
-      firsts = {}
-      for c in mine:
-        firsts.setdefault(c['family'], c)
-      numbers = '; '.join(
-          f'{c["claim"].split(":")[0].split("(")[0].strip()} '
-          f'({c.get("model") or c.get("task") or ""}): **{c["verdict"]}**, '
-          f'{c["headline"]}'.replace(' ()', '')
-          for c in list(firsts.values())[:3])
-    lines.append(f'| {number} | **{title}**: {words} | {verdicts} | '
-                 f'{numbers} | [§{number}]({link}#{anchor(number)}) |')
+      answer = '; '.join(answers(mine))
+      counts = verdict_counts([c['verdict'] for c in mine])
+    lines.append(f'| {number} | **{title}**: {words} | {answer} | {counts} | '
+                 f'[§{number}]({link}#{anchor(number)}) |')
   return '\n'.join(lines)
+
+
+def side_claims(claims: list[dict], link: str = '') -> str:
+  """The side claims (this project's, beside the lesson), per family, and
+  what is shown but not counted: sanity checks and not-applicable rows."""
+  side = counted(claims, claims_lib.SIDE)
+  lines = ['| # | Side claim | The answer | Rows | Section |',
+           '|---|---|---|---|---|']
+  for number in LESSON:
+    mine = [c for c in side if c['lesson'] == number]
+    for answer in answers(mine):
+      lines.append(f'| {number} | {answer.split(": **")[0]} | '
+                   f'**{answer.split(": **", 1)[1]} | '
+                   f'{verdict_counts([c["verdict"] for c in mine])} | '
+                   f'[§{number}]({link}#{anchor(number)}) |')
+  sanity = [c for c in claims if c.get('role') == claims_lib.SANITY]
+  na = [c for c in claims if c['verdict'] == stats.NOT_APPLICABLE]
+  text = '\n'.join(lines) if len(lines) > 2 else 'No side claim in this run.'
+  return text + (
+      f'\n\nShown in their sections, not counted: {len(sanity)} sanity '
+      f'checks (checks that cannot fail by construction: '
+      f'{verdict_counts([c["verdict"] for c in sanity]) or "none"}) and '
+      f'{len(na)} rows not applicable (measured on a model that did not '
+      'learn the task).')
 
 
 def _commit(git: dict | None) -> str:
@@ -441,6 +533,11 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
             'variant with fewer seeds, steps and lengths. Read the verdicts '
             'as a first look; the full run is `python run.py --exp=all`.', '']
   out += ['## The scorecard', '', scorecard(claims), '',
+          'Each answer comes from the rows that test the lesson\'s own '
+          'sentence, per family, in the parts whose plan gives them at least '
+          f'{claims_lib.POWER_WANTED:.0%} power (`--only_check_args` prints '
+          'the plan); "split" only where two such parts disagree.', '',
+          '### Side claims', '', side_claims(claims), '',
           'Each claim is judged from its experiment\'s own summary.json by '
           'the test its kind calls for (threshold: the median, sign test; '
           'reliability: a bound on the share of seeds; capability: a seed '
@@ -481,14 +578,17 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
     for c in mine:
       measured = c['measured'].replace('|', '\\|')
       q = '' if c['p_bh'] is None else stats.fmt_p(c['p_bh'])
-      out.append(f'| {c["claim"]} | {c["kind"]} | {measured} | '
+      kind = c['kind'] + {claims_lib.SIDE: ' (side claim)',
+                          claims_lib.SANITY: ' (sanity check: not counted)'
+                          }.get(c.get('role'), '')
+      out.append(f'| {c["claim"]} | {kind} | {measured} | '
                  f'**{c["verdict"]}** | {q} |')
     out += ['', '<details><summary>The rules</summary>', '']
     out += [f'- {c["claim"]}: {c["note"]}' for c in mine if c.get('note')]
     out += ['', '</details>', '']
   report = '\n'.join(out)
   summary = {'claims': claims, 'wall_s': walls, 'quick': config.quick,
-             'scorecard': scorecard(claims)}
+             'scorecard': scorecard(claims), 'side': side_claims(claims)}
   storage.write_whole(run_dir.path / 'REPORT.md', report)
   record.publish(run_dir, config, summary,
                  lambda writer: writer.add_text('report', report, 0),

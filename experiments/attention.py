@@ -205,10 +205,12 @@ def summarize_group(rows) -> dict:
   mass = {c: {} for c in CLASSES}
   ent = {c: {} for c in CLASSES}
   acc = {c: [] for c in CLASSES}
+  seed_acc = {c: {} for c in CLASSES}
   for r in rows:
     mass[r['first_symbol']][int(r['seed'])] = float(r['pos0_mass'])
     ent[r['first_symbol']][int(r['seed'])] = float(r['entropy'])
     acc[r['first_symbol']].append(float(r['accuracy']))
+    seed_acc[r['first_symbol']][int(r['seed'])] = float(r['accuracy'])
   seeds = sorted(mass['A'])
   classes = {}
   for c in CLASSES:
@@ -222,7 +224,8 @@ def summarize_group(rows) -> dict:
   per_seed = [dict(seed=s, pos0_mass_A=mass['A'][s], pos0_mass_B=mass['B'][s],
                    entropy_A=ent['A'][s], entropy_B=ent['B'][s],
                    dispersed=dispersed_class(mass['A'][s], mass['B'][s]),
-                   more_dispersed=more_dispersed(mass['A'][s], mass['B'][s]))
+                   more_dispersed=more_dispersed(mass['A'][s], mass['B'][s]),
+                   accuracy=float(np.mean([seed_acc[c][s] for c in CLASSES])))
               for s in seeds]
   gaps = {s: ent['A'][s] - ent['B'][s] for s in seeds}
   for p in per_seed:  # either direction: which class looks more widely
@@ -274,9 +277,28 @@ def _ablation(rows, seeds) -> dict:
 
 
 def group_claims(model, length, entry) -> list[Claim]:
-  """The searchlight's claims for one group, every seed in each."""
-  seeds = entry['per_seed']
+  """The searchlight's claims for one group, judged on the seeds that solved
+  the task (how a model looks when it answers, not when it guesses); a
+  group none of whose seeds solved it makes them `not applicable`."""
+  every = entry['per_seed']
+  seeds = [p for p in every if stats.solved(p['accuracy'])]
   setting = dict(model=model, length=length)
+  out = _claims(model, seeds, setting, entry['ablated'])
+  solving = (f'judged on the {len(seeds)} of {len(every)} seeds that solved '
+             f'the task (test accuracy >= {stats.SOLVED}; every seed\'s '
+             'values are in summary.json\'s models)')
+  for c in out:
+    c.note = f'{c.note}; {solving}'
+    if not seeds:
+      accuracy = ' '.join(f'{p["accuracy"]:.3f}' for p in every)
+      c.not_applicable = (
+          f'not applicable: {model} did not learn the task (test accuracy '
+          f'per seed {accuracy}, none >= {stats.SOLVED})')
+  return out
+
+
+def _claims(model, seeds, setting, ablated) -> list[Claim]:
+  """The searchlight's claims on per-seed entries `seeds`."""
   mass = lambda cls: [p[f'pos0_mass_{cls}'] for p in seeds]
   out = [Claim(
       f'For sequences starting with A, position 0 takes over 90% of the last '
@@ -305,7 +327,7 @@ def group_claims(model, length, entry) -> list[Claim]:
       setting, note=f'per seed, either direction, against {ENTROPY_GAP} '
                     'nats (fixed before the run): nothing in the task or '
                     'the initialisation tells A from B'))
-  if entry['ablated']:
+  if ablated:  # a sanity check: one layer reads the label only there
     out.append(Claim(
         f'Without position 0 the answer is lost: the model ({model}) reads '
         'the first symbol from position 0 and from nowhere else (removing '
@@ -320,7 +342,10 @@ def group_claims(model, length, entry) -> list[Claim]:
                       '(renormalised over the rest). In a one-layer model '
                       'only position 0 carries the label, so this shows '
                       'where the answer comes from, not that a concentrated '
-                      'beam is needed: the capped beam asks that'))
+                      'beam is needed: the capped beam asks that. A '
+                      'sanity check, shown and not counted: it cannot fail '
+                      'in a model that solves the task',
+        role=claims_lib.SANITY))
     capped = [p['accuracy_pos0_capped'] for p in seeds]
     if all(c is not None for c in capped):
       out.append(Claim(

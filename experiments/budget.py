@@ -15,10 +15,12 @@ seeds stuck at it do not escape. The verdict reads as a bound: at L* (the
 shortest length significantly fewer than half the seeds solve after 250
 steps) "k of n stuck seeds escaped between 250 and 4000 steps: escape rate
 below x% (one-sided 95%)"; held needs x below claims.MAX_ESCAPE (20%) and a
-flat loss in the seeds still stuck; a significant rise is did not hold;
-anything else `inconclusive`. Twenty seeds are what a wall needs to be
-held at all (claims.wall_seeds_needed); fewer say `inconclusive
-(underpowered: n seeds)`.
+flat loss in the seeds still stuck, and a grid of learning rates (a wall
+is a "cannot": each model at its best rate; at one rate, as by default,
+held is out of reach and the plan says so); a significant rise is did not
+hold; anything else `inconclusive`. Twenty seeds are what a wall needs to
+be held at all (claims.wall_seeds_needed); fewer say `inconclusive
+(underpowered: n seeds)`. A side claim: the lesson says nothing of budgets.
 """
 
 import dataclasses
@@ -26,6 +28,7 @@ import dataclasses
 import numpy as np
 
 from src import claims as claims_lib
+from src import gates as gates_lib
 from src import memory
 from src import models as models_lib
 from src import record
@@ -68,7 +71,9 @@ class Budget(memory.BudgetExperiment):
     stuck = config.seeds - max(stats.most_below_half(config.seeds), 0)
     return [Claim(f'The limit of {m} is a wall.', claims_lib.RELIABILITY,
                   memory.WALL_FAMILY, dict(successes=[True] * stuck,
-                                           rate=1 - memory.MAX_ESCAPE))
+                                           rate=1 - memory.MAX_ESCAPE),
+                  gates=gates_lib.grid_gate(stats.HELD, config.rates),
+                  role=claims_lib.SIDE)
             for m in config.models if models_lib.get(m).family.recurrent]
 
   def summarize(self, config, rows, data):
@@ -90,8 +95,14 @@ class Budget(memory.BudgetExperiment):
             for L in lengths}
     for model in config.models:
       if models_lib.get(model).family.recurrent:
-        out['claims'].append(memory.limit_is_a_wall(
-            rows, data.curves, model, lengths, budgets))
+        # A wall is a "cannot": held only with the model at its best rate
+        # of a grid. A side claim: the lesson says nothing of budgets.
+        wall = memory.limit_is_a_wall(rows, data.curves, model, lengths,
+                                      budgets)
+        wall.gates = {**gates_lib.grid_gate(stats.HELD, config.rates),
+                      **wall.gates}
+        wall.role = claims_lib.SIDE
+        out['claims'].append(wall)
     return out
 
   def print_table(self, config, summary):

@@ -228,11 +228,11 @@ LINEAR_FAMILY = 'a parallel linear recurrence: linear cost, logarithmic depth'
 
 
 def _counted(sentence, family, held: bool, what: str, setting: dict,
-             test: str, note: str) -> Claim:
+             test: str, note: str, role: str = claims_lib.LESSON) -> Claim:
   """A claim about counted FLOPs or depth: exact, decided by its rule."""
   return Claim(sentence, claims_lib.SHAPE, family,
                dict(shows=[held], exact=True, what=what, test=test),
-               setting, note=note)
+               setting, note=note, role=role)
 
 
 def width_claims(widths: dict) -> list[Claim]:
@@ -322,7 +322,9 @@ def claims(out, full, sequential, config, lengths) -> list[Claim]:
         f'largest increment within {LOG_STEADY}x the smallest), over L >= '
         f'{out["fit_lengths"][0]}; the depth is this form\'s, not every '
         'form\'s: a scan over positions is as deep as the positions it '
-        'walks, an associative scan as deep as log L'))
+        'walks, an associative scan as deep as log L. A side claim: an '
+        'implementation\'s depth, not the lesson\'s',
+        role=claims_lib.SIDE))
   return res
 
 

@@ -198,7 +198,7 @@ def summarize(config: Config, rows, tables, curves=None) -> dict:
 # other layered models' induction, and the positive control.
 DEPTH_FAMILY = ('one attention layer cannot fetch what follows a token; two '
                 'layers can')
-LAYERED_FAMILY = 'two layers of a layered model do induction'
+LAYERED_FAMILY = 'two layers of a layered model can do induction'
 CONTROL_FAMILY = "two layers reach the Mamba paper's induction result"
 EXTRAPOLATION_FAMILY = "two layers keep the Mamba paper's accuracy on longer strings"
 
@@ -259,7 +259,8 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
           dict(model=model, num_layers=2), gates=can_gates))
     else:
       out.append(Claim(
-          f'Two layers of {model} do induction.', claims_lib.CAPABILITY,
+          f'Two layers of {model} can do induction (a seed on held-out '
+          'strings: existence, not reliability).', claims_lib.CAPABILITY,
           LAYERED_FAMILY,
           dict(accuracy=[two[s] for s in seeds], what='2 layers', **null),
           dict(model=model, num_layers=2), gates=can_gates))
@@ -279,7 +280,7 @@ def extrapolation_claim(model, L, two, longer) -> Claim:
   loses its accuracy; Mamba keeps it up to 2^20, attention with RoPE or
   xPos falls off beyond 2x. Per seed the worst accuracy over the training
   length and every test length, against CONTROL (claims.THRESHOLD: a
-  Wilcoxon test of those values; a model that falls off anywhere has a
+  median, exact sign test; a model that falls off anywhere has a
   low worst)."""
   lengths = sorted(int(n) for n in longer)
   seeds = sorted(two)

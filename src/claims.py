@@ -28,6 +28,13 @@ within the family: `judge`):
   shape          "dies away exponentially": per seed, whether the fit shows
                  the shape; exact binomial test of the count against 1/2.
 
+A claim's role says what it is to the scorecard: LESSON tests the lesson's
+own sentence; SIDE is this project's claim beside it (gating, the walls, an
+implementation's depth), listed apart; SANITY is a check that cannot fail
+by construction, shown, not counted. A claim measured on a model that did
+not learn the task (`not_applicable`: why, with its accuracy) is judged
+`not applicable`, tested and counted nowhere.
+
 The `measured` text is rendered from the evidence (`render`); no number is
 typed into a sentence by hand. The same constructors, given placeholder
 evidence before the run, give the power plan (`power`, `plan`).
@@ -46,6 +53,8 @@ from src import stats
 THRESHOLD, RELIABILITY, CAPABILITY = 'threshold', 'reliability', 'capability'
 IMPOSSIBILITY, COMPARISON, SHAPE = 'impossibility', 'comparison', 'shape'
 KINDS = (THRESHOLD, RELIABILITY, CAPABILITY, IMPOSSIBILITY, COMPARISON, SHAPE)
+LESSON, SIDE, SANITY = 'lesson', 'side', 'sanity'
+ROLES = (LESSON, SIDE, SANITY)
 
 # Fixed before any run, defined with the evidence they default: "always"
 # holds when the lower 95% bound on the share of seeds that do it clears
@@ -84,6 +93,8 @@ class Claim:
   # still learning, a rate not tuned. The verdict is then inconclusive.
   gates: dict = dataclasses.field(default_factory=dict)
   extra: dict = dataclasses.field(default_factory=dict)  # summary.json keys
+  role: str = LESSON  # LESSON, SIDE or SANITY (the module's docstring)
+  not_applicable: str = ''  # why it cannot be judged here, with the numbers
   verdict: str | None = None
   test: str = ''
   p: float | None = None
@@ -96,6 +107,8 @@ class Claim:
   def __post_init__(self):
     if self.kind not in KINDS:
       raise ValueError(f'unknown kind {self.kind!r}; one of {KINDS}')
+    if self.role not in ROLES:
+      raise ValueError(f'unknown role {self.role!r}; one of {ROLES}')
     evidence_lib.check(self.kind, self.evidence)  # typed: `src/evidence.py`
 
   @property
@@ -110,6 +123,7 @@ class Claim:
                seeds=self.seeds, family=self.family,
                family_size=self.family_size,
                if_significant=self.if_significant, note=self.note,
+               role=self.role,
                evidence=_jsonable(self.evidence), **self.setting,
                **self.extra)
     return out
@@ -309,6 +323,10 @@ def _seeds(c: Claim) -> int:
 def test(c: Claim) -> Claim:
   """The claim's own test, before its family: p (in the direction the data
   lean), p_min, if_significant, and the raw verdict."""
+  if c.not_applicable:  # no test: the model did not do what it describes
+    return dataclasses.replace(c, test='none: not applicable', p=None,
+                               p_min=None, measured=c.not_applicable,
+                               verdict=stats.NOT_APPLICABLE)
   if c.evidence.get('exact'):  # counted, not sampled: the rule decides
     shows = [bool(x) for x in c.evidence['shows']]
     return dataclasses.replace(
@@ -534,8 +552,7 @@ def plan(claims: list[Claim]) -> list[dict]:
       continue
     seen.add(key)
     # One rate is known before the run; a failure still learning is not.
-    gated = (c.kind == IMPOSSIBILITY
-             and c.gates.get(stats.HELD) == gates_lib.ONE_RATE)
+    gated = c.gates.get(stats.HELD) == gates_lib.ONE_RATE
     out.append(dict(family=c.family, kind=c.kind, seeds=c.seeds,
                     family_size=sizes[c.family],
                     power=power(c.kind, c.seeds, sizes[c.family],

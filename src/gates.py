@@ -1,8 +1,12 @@
 """When a failure counts as evidence: the gates a claim passes before a
 verdict that says a model failed (or cannot) may be reached.
 
-Trained out: the failing seeds' training loss fell by a median of less than
-FLAT over the last doubling of steps, read from the run's curves.csv. A
+Trained out: over the last doubling of steps, the failing seeds' training
+loss fell by a median of less than FLAT, where a seed whose accuracy (train
+and test) moved by less than ACCURACY_FLAT counts as flat whatever its loss
+does: a loss that falls only by growing confident on the strings a seed
+already answers right (one head at the routing ceiling) is not learning the
+task. Read from the run's curves.csv. A
 grid: "cannot" is judged only with each model at its best of several rates.
 A gate that is not passed leaves its direction inconclusive, with the reason
 as `measured` says it (`claims.Claim.gates`).
@@ -14,6 +18,9 @@ import numpy as np
 
 
 FLAT = 0.05  # "flat": the training loss fell by less than 5% over a doubling
+# "Stopped moving": the accuracy, train and test, moved by less than two
+# strings in a hundred over the doubling (each a mean over the window).
+ACCURACY_FLAT = 0.02
 
 
 def loss_before(curves, step: int, seeds, column: str = 'train_loss',
@@ -37,28 +44,34 @@ def loss_before(curves, step: int, seeds, column: str = 'train_loss',
 
 def trained_out(curves, seeds, step: int, **match) -> dict:
   """The trained-out rule, shared by every verdict that says a model failed:
-  the failing `seeds`' training loss (curves.csv rows matching `match`) fell
-  by a median of less than FLAT over the last doubling of steps (step / 2 to
-  `step`). {flat, fall, seeds, step}; with no seed to judge it is flat (no
-  seed failed), with no curve it is not (nothing shows it stopped)."""
+  over the last doubling of steps (step / 2 to `step`), the failing
+  `seeds`' training loss (curves.csv rows matching `match`) fell by a median
+  of less than FLAT, a seed whose train and test accuracy both moved by
+  less than ACCURACY_FLAT counting as a fall of 0. {flat, fall, falls,
+  seeds, step}; with no seed to judge it is flat (no seed failed), with no
+  curve it is not (nothing shows it stopped)."""
   seeds = list(seeds)
   if not seeds:
     return checked([], 0, step)
   half = loss_before(curves, step // 2, seeds, **match)
   end = loss_before(curves, step, seeds, **match)
-  return checked([(half[s] - end[s]) / half[s] for s in seeds
-                  if s in half and s in end and half[s] > 0],
+  still = [s for s in seeds if accuracy_stopped(curves, s, step, **match)]
+  return checked([0.0 if s in still else (half[s] - end[s]) / half[s]
+                  for s in seeds if s in half and s in end and half[s] > 0],
                  len(seeds), step)
 
 
-def accuracy_moved(curves, seeds, step: int, **match) -> float:
-  """The median change of the failing seeds' test accuracy (curves.csv) over
-  the last doubling of steps; nan with no curve."""
-  half = loss_before(curves, step // 2, seeds, column='test_accuracy',
-                     **match)
-  end = loss_before(curves, step, seeds, column='test_accuracy', **match)
-  moves = [end[s] - half[s] for s in seeds if s in half and s in end]
-  return float(np.median(moves)) if moves else math.nan
+def accuracy_stopped(curves, seed: int, step: int, **match) -> bool:
+  """Whether seed `seed`'s train and test accuracy (curves.csv) both moved
+  by less than ACCURACY_FLAT over the last doubling of steps (False where
+  either curve is missing)."""
+  for column in ('train_accuracy', 'test_accuracy'):
+    half = loss_before(curves, step // 2, [seed], column=column, **match)
+    end = loss_before(curves, step, [seed], column=column, **match)
+    if seed not in half or seed not in end or not (
+        abs(end[seed] - half[seed]) < ACCURACY_FLAT):
+      return False
+  return True
 
 
 def checked(falls, seeds: int, step: int) -> dict:

@@ -212,7 +212,8 @@ def plain_gives_way(table: dict, model: str, lengths, window=LESSON_WINDOW,
         stats.NOT_HELD, failures_trained_out(curves, model, early)))
   return Claim(
       f'A plain recurrent net ({model}, {models_lib.get(model).init_name}) '
-      'gives way after about 15 steps.',
+      f'gives way after about 15 steps (declared before the run: between '
+      f'L={lo} and L={hi}).',
       claims_lib.RELIABILITY, GIVES_WAY_FAMILY,
       dict(successes=successes, undetermined=undetermined, rate=0.5,
            what=f'gave way inside L={lo}..{hi} (per seed, solved up to, '
@@ -246,7 +247,9 @@ def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
            y_name=plain, ceiling=max(lengths), digits=0,
            what=f'critical distance (L {min(lengths)}..{max(lengths)})'),
       _setting(gated, versus=plain, lengths=list(lengths)), gates=gates,
-      note=f'seed i of {gated} against seed i of {plain} (same strings)')
+      note=f'seed i of {gated} against seed i of {plain} (same strings); a '
+           'side claim: the lesson speaks of a plain recurrent net',
+      role=claims_lib.SIDE)
 
 
 def as_far_as_attention(model: str, attention: str, crit_model,

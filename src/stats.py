@@ -31,6 +31,7 @@ ALPHA = 0.05  # significance level of every test behind a verdict
 ROUNDING = 1e-6
 
 HELD, NOT_HELD, INCONCLUSIVE = 'held', 'did not hold', 'inconclusive'
+NOT_APPLICABLE = 'not applicable'  # judged on a model that did not learn
 
 
 def reaches(value, threshold: float) -> bool:

@@ -10,8 +10,8 @@ import pytest
 from experiments import all as all_exp
 from tests.helpers import read_csv, run_py_without_backend
 
-VERDICT = re.compile(r'^(held|did not hold|inconclusive|inconclusive '
-                     r'\(underpowered: \d+ seeds\))$')
+VERDICT = re.compile(r'^(held|did not hold|inconclusive|not applicable|'
+                     r'inconclusive \(underpowered: \d+ seeds\))$')
 
 
 # Two parts run end to end (--parts; every part runs the same code path,
@@ -192,6 +192,56 @@ def test_the_scorecard_counts_each_claim_once():
       'held (distance); inconclusive (linear)']) == (
           '2 held, 1 did not hold, 2 inconclusive (1 underpowered), '
           '1 split between parts')
+
+
+def _row(family, verdicts, *, label='m', role='lesson', lesson=2,
+         powered=None):
+  """A merged report row: `verdicts` {part: verdict}, `powered` {part:
+  bool} (default: every part powered)."""
+  return dict(family=family, claim=family, verdicts=verdicts, label=label,
+              verdict='; '.join(f'{v} ({p})' for p, v in verdicts.items())
+              if len(set(verdicts.values())) > 1 else
+              next(iter(verdicts.values())), role=role, lesson=lesson,
+              experiment=next(iter(verdicts)), headline='',
+              powered=powered or {p: True for p in verdicts})
+
+
+def test_the_answer_names_the_settings_a_verdict_depends_on():
+  f = 'x gives way'
+  assert all_exp.family_answer([_row(f, {'a': 'held'}),
+                                _row(f, {'a': 'held'}, label='n')]) == (
+      'holds (2 of 2 rows)')
+  assert all_exp.family_answer([
+      _row(f, {'a': 'held'}, label='rnn'),
+      _row(f, {'a': 'did not hold'}, label='rnn_uniform')]) == (
+      'holds for rnn; not for rnn_uniform (1 of 2 rows held)')
+  # An unpowered part's verdict is not an answer; two powered parts that
+  # disagree are a split; one powered beside one unpowered is not.
+  assert all_exp.family_answer([_row(
+      f, {'a': 'held', 'b': 'inconclusive (underpowered: 8 seeds)'},
+      powered={'a': True, 'b': False})]) == 'holds (1 of 1 rows)'
+  assert all_exp.family_answer([_row(
+      f, {'a': 'held', 'b': 'did not hold'})]).startswith(
+      'split between powered parts for m')
+  assert all_exp.family_answer([_row(f, {'a': 'held'}, powered={'a': False})
+                                ]).startswith('not answered')
+
+
+def test_the_scorecard_counts_neither_side_claims_nor_sanity_checks():
+  rows = [_row('attention stays', {'distance': 'held'}),
+          _row('gating carries', {'distance': 'did not hold'}, role='side'),
+          _row('position 0 lost', {'attention': 'held'}, role='sanity',
+               lesson=3),
+          dict(_row('the A beam', {'attention': 'not applicable'}, lesson=3),
+               verdict='not applicable')]
+  card = all_exp.scorecard(rows).splitlines()
+  assert '| Attention stays: **holds (1 of 1 rows)** | 1 held |' in card[3]
+  assert 'gating' not in card[3].lower()
+  assert '| 3 | ' in card[4] and 'no row to count' in card[4]
+  assert 'not measured in this run' in card[5]
+  side = all_exp.side_claims(rows)
+  assert '| 2 | Gating carries | **does not hold (1 of 1 rows)** |' in side
+  assert '1 sanity checks' in side and '1 rows not applicable' in side
 
 
 def test_a_parts_stored_run_with_other_settings_is_refused_before_it_starts(

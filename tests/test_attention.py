@@ -90,6 +90,25 @@ def test_rows_label_the_classes_by_their_first_symbol():
       either['measured']
 
 
+def test_the_searchlight_is_judged_on_the_seeds_that_solve():
+  """Seed 1 guesses (accuracy 0.5): the claims read seed 0 alone; with no
+  seed solving, every claim is `not applicable`, with the accuracies."""
+  rows = lambda acc: [dict(model='attention', length='10', seed=str(s),
+                           first_symbol=c, pos0_mass='0.99' if c == 'A'
+                           else '0.2', entropy='0.05' if c == 'A' else '1.5',
+                           accuracy=str(acc[s]), steps='5', wall_s='1')
+                      for s in range(2) for c in 'AB']
+  config = dataclasses.replace(attention.DEFAULTS, models=('attention',),
+                               lengths=(10,), seeds=2)
+  one = runner.judged(attention.summarize(config, rows([1.0, 0.5]))['claims'])
+  assert all(c['seeds'] == 1 for c in one)
+  assert 'judged on the 1 of 2 seeds that solved' in one[0]['note']
+  none = runner.judged(attention.summarize(config, rows([0.6, 0.5]))['claims'])
+  assert {c['verdict'] for c in none} == {stats.NOT_APPLICABLE}
+  assert 'did not learn the task' in none[0]['measured']
+  assert '0.600 0.500' in none[0]['measured']
+
+
 @pytest.mark.parametrize('name', ['attention', 'transformer',
                                   'linear_attention'])
 def test_a_removed_key_renormalises_the_read_out_weights(name):

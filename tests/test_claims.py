@@ -288,3 +288,24 @@ def test_the_routing_ceilings_the_claims_use():
 def test_evidence_is_typed_a_wrong_key_is_a_type_error(kind, evidence, key):
   with pytest.raises(TypeError, match=key):
     Claim('s', kind, 'f', evidence)
+
+
+def test_a_claim_not_applicable_is_tested_nowhere():
+  """A claim on a model that did not learn the task: `not applicable`, no
+  p, and out of its family's Holm (the other member keeps its size 1)."""
+  judged = claims.judge([
+      Claim('s', claims.THRESHOLD, 'f', dict(values=[1.0] * 8, threshold=0.5),
+            not_applicable='not applicable: it did not learn (0.5 0.5)'),
+      Claim('t', claims.THRESHOLD, 'f', dict(values=[1.0] * 8,
+                                             threshold=0.5))])
+  na, held = judged
+  assert na.verdict == stats.NOT_APPLICABLE and na.p is None
+  assert na.measured == 'not applicable: it did not learn (0.5 0.5)'
+  assert held.verdict == stats.HELD and held.family_size == 1
+  assert held.to_json()['role'] == claims.LESSON
+
+
+def test_a_role_is_one_of_three():
+  with pytest.raises(ValueError, match='role'):
+    Claim('s', claims.THRESHOLD, 'f', dict(values=[1.0], threshold=0.5),
+          role='decorative')

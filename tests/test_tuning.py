@@ -137,12 +137,16 @@ def test_learning_rate_and_learning_rates_together_is_an_error(tmp_path):
 
 # -- trained out -----------------------------------------------------------------
 
-def curve_rows(model, length, seeds, losses):
-  """curves.csv rows: `losses[t]` at step 100 (t + 1) for every seed."""
+def curve_rows(model, length, seeds, losses, accuracies=None):
+  """curves.csv rows: `losses[t]` at step 100 (t + 1) for every seed, the
+  accuracy (train and test) `accuracies[t]`, by default rising as the loss
+  falls from 0.70 (0.5 + the fall)."""
+  accuracies = accuracies or [0.5 + 0.70 - v for v in losses]
   return [dict(group=f'{model}_L{length:03d}', model=model, length=str(length),
                seed=str(s), learning_rate='0.003', step=str(100 * (t + 1)),
-               train_loss=repr(v), train_accuracy='0.5', test_accuracy='0.5')
-          for s in seeds for t, v in enumerate(losses)]
+               train_loss=repr(v), train_accuracy=repr(a),
+               test_accuracy=repr(a))
+          for s in seeds for t, (v, a) in enumerate(zip(losses, accuracies))]
 
 
 def test_trained_out_reads_the_last_doubling():
@@ -154,6 +158,24 @@ def test_trained_out_reads_the_last_doubling():
   assert not check['flat'] and check['fall'] == pytest.approx(1 - 0.4 / 0.69)
   assert trained_out([], [0], 400)['flat'] is False
   assert trained_out(falling, [], 400)['flat'] is True
+
+
+def test_a_loss_that_falls_with_the_accuracy_flat_is_trained_out():
+  """One head at the routing ceiling: 0.75 right, the loss still falling
+  by growing confident on what it already answers; not learning the task.
+  The same fall with the accuracy rising is still learning."""
+  losses = [0.70, 0.60, 0.55, 0.50]
+  at_ceiling = curve_rows('rnn', 20, range(3), losses, [0.75] * 4)
+  trained_out = functools.partial(gates_lib.trained_out, model='rnn')
+  check = trained_out(at_ceiling, [0, 1, 2], 400, length=20)
+  assert check['flat'] and check['fall'] == 0.0
+  assert not trained_out(curve_rows('rnn', 20, range(3), losses), [0, 1, 2],
+                         400, length=20)['flat']
+  # Only the test accuracy flat (train still rising): still learning.
+  half = curve_rows('rnn', 20, range(3), losses, [0.75] * 4)
+  for r, a in zip(half, [0.70, 0.75, 0.80, 0.90] * 3):
+    r['train_accuracy'] = repr(a)
+  assert not trained_out(half, [0, 1, 2], 400, length=20)['flat']
 
 
 @pytest.mark.parametrize('losses,verdict', [

@@ -167,7 +167,10 @@ WALL_SEEDS = 20  # budget's default: enough for a wall to be held at all
 
 
 def budget_case(small, large, loss_half, loss_end, seeds=WALL_SEEDS,
-                lengths=(10, 20, 50), budgets=(100, 400), curves=None):
+                lengths=(10, 20, 50), budgets=(100, 400), curves=None,
+                rates=(3e-3, 1e-2)):
+  """The wall claim of rnn; `rates`: the grid it was trained at (a wall is
+  a "cannot": held only at the best rate of a grid)."""
   rows = (memory_rows({'rnn': small}, lengths, budgets[0], seeds)
           + memory_rows({'rnn': large}, lengths, budgets[-1], seeds))
   curves = curves or [
@@ -175,7 +178,8 @@ def budget_case(small, large, loss_half, loss_end, seeds=WALL_SEEDS,
            train_loss=str(loss_half if t <= 200 else loss_end))
       for L in lengths for s in range(seeds) for t in range(50, 401, 50)]
   config = dataclasses.replace(budget.DEFAULTS, models=('rnn',),
-                               lengths=lengths, budgets=budgets, seeds=seeds)
+                               lengths=lengths, budgets=budgets, seeds=seeds,
+                               learning_rates=tuple(rates))
   claim, = runner.judged(budget.EXPERIMENT.summarize(
       config, rows, experiment.Measured(curves=curves))['claims'])
   return claim
@@ -237,7 +241,8 @@ def test_wall_l_star_is_where_training_stopped_moving_it():
                  train_loss='0.69') for L in lengths for s in range(20)
             for t in range(50, 401, 50)]
   config = dataclasses.replace(budget.DEFAULTS, models=('rnn',),
-                               lengths=lengths, budgets=budgets, seeds=20)
+                               lengths=lengths, budgets=budgets, seeds=20,
+                               learning_rates=(3e-3, 1e-2))
   claim, = runner.judged(budget.EXPERIMENT.summarize(
       config, rows, experiment.Measured(curves=curves))['claims'])
   assert claim['length'] == 20 and claim['start_budget'] == 200
@@ -269,17 +274,32 @@ def test_wall_seeds_needed_and_the_plan():
   of 18: 19 seeds is the fewest that always leave 14 stuck."""
   assert memory.wall_seeds_needed(0.2) == 19
   assert budget.DEFAULTS.seeds >= memory.wall_seeds_needed()
-  one = dataclasses.replace(budget.DEFAULTS, models=('lstm',))
+  # One rate: a wall ("cannot") cannot be held, whatever the seeds.
+  row, = experiment.power_plan(budget.EXPERIMENT, dataclasses.replace(
+      budget.DEFAULTS, models=('lstm',)))
+  assert row['power'] == 0.0 and 'one learning rate' in row['why']
+  one = dataclasses.replace(budget.DEFAULTS, models=('lstm',),
+                            learning_rates=(3e-3, 1e-2))
   row, = experiment.power_plan(budget.EXPERIMENT, one)
   # The fewest seeds L* may leave stuck, 15 of 20: all 15 must stay stuck
   # (0.8^15 = 0.035), 0.98^15 = 0.74 at the declared effect.
   assert row['family'] == memory.WALL_FAMILY and row['seeds'] == 15
   assert row['power'] == pytest.approx(0.98 ** 15)
   # Four walls in one family: Holm's first step asks 0.8^n < 0.0125.
-  four, = experiment.power_plan(budget.EXPERIMENT, budget.DEFAULTS)
+  four, = experiment.power_plan(budget.EXPERIMENT, dataclasses.replace(
+      budget.DEFAULTS, learning_rates=(3e-3, 1e-2)))
   assert four['family_size'] == 4 and four['power'] == 0.0
   weak = experiment.power_plan(budget.EXPERIMENT, dataclasses.replace(one, seeds=8))
   assert {r['power'] for r in weak} == {0.0}
+
+
+def test_a_wall_at_one_rate_is_not_held():
+  """20 of 20 seeds stay stuck, trained out, but at one learning rate: a
+  "cannot" needs the model at its best rate of a grid."""
+  claim = budget_case(upto(10), upto(10), 0.69, 0.69, rates=(3e-3,))
+  assert claim['verdict'] == 'inconclusive'
+  assert 'one learning rate' in claim['measured']
+  assert claim['role'] == 'side'
 
 
 def test_wall_loss_is_the_stuck_seeds_loss():
@@ -629,7 +649,7 @@ def test_induction_one_seed_that_can_is_enough():
                                ('lru', 2): lambda s: 1.0 if s == 3 else 0.2},
                               models=('lru',))
   claim, = by_claim(summary, 'lru')
-  assert claim['claim'] == 'Two layers of lru do induction.'
+  assert claim['claim'].startswith('Two layers of lru can do induction')
   assert claim['verdict'] == 'held', claim['measured']
 
 
