@@ -171,6 +171,14 @@ def test_claims_on_hand_made_tables():
     assert claim['kind'] == 'comparison'
   # In pairs recalled: attention gains 16 x 0.9975 - 4, the LRU 16 x 0.65 - 4.
   assert c['lru', 'pairs']['evidence']['x'][0] == pytest.approx(11.96)
+  # Attention short of its ceiling: the pairs comparison could go either way.
+  assert c['lru', 'pairs']['role'] == 'lesson'
+  # At its ceiling in every seed it gains every pair: no seed can go
+  # against the claim, a sanity check (shown, not counted).
+  ceiling = [r for r in rows if r['model'] != 'attention'] + [
+      dict(r, accuracy='1.0') for r in rows if r['model'] == 'attention']
+  assert claims_of(ceiling, flat)['lru', 'pairs']['role'] == 'sanity'
+  assert claims_of(ceiling, flat)['lru', 'share']['role'] == 'lesson'
   # Still learning: the same numbers are inconclusive.
   c = claims_of(rows, curves_for(names, 0.3, seeds=24))
   assert all(v['verdict'] == 'inconclusive' for k, v in c.items()
