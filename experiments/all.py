@@ -259,7 +259,8 @@ def merge_claims(parts) -> list[dict]:
         index[text] = len(out)
         out.append(dict(experiment=name, claim=text, verdict=c['verdict'],
                         role=c.get('role', claims_lib.LESSON),
-                        label=(c.get('model') or c.get('task') or '')
+                        label=', '.join(str(c[k]) for k in ('model', 'task')
+                                        if c.get(k))
                         + runner.claim_setting(c),
                         powered={name: power >= claims_lib.POWER_WANTED},
                         measured=c['measured'], note=c.get('note', ''),

@@ -495,7 +495,10 @@ def claim_line(c: dict) -> str:
   p = c.get('p_adjusted') if c.get('p_adjusted') is not None else c.get('p')
   said = '; '.join(x for x in (claims_lib.headline(c),
                                None if p is None else f'p {p:.2g}') if x)
-  return (f'- {c["verdict"].upper()}{claim_setting(c)}: {c["claim"]}'
+  role = {claims_lib.SIDE: ' [side claim]',
+          claims_lib.SANITY: ' [sanity check: not counted]'}.get(
+              c.get('role'), '')
+  return (f'- {c["verdict"].upper()}{role}{claim_setting(c)}: {c["claim"]}'
           + (f' ({said})' if said else ''))
 
 
