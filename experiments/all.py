@@ -14,6 +14,7 @@ it to GitHub and it still reads.
 
 import dataclasses
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from src import checkpoint as checkpoint_lib
 from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
+from src import gates as gates_lib
 from src import runner
 from src import models as models_lib
 from src import provenance
@@ -251,17 +253,17 @@ def merge_claims(parts) -> list[dict]:
       text = c['claim'] + runner.claim_setting(c)
       # The plan's power for this row (`claims.plan`), from what its
       # summary records: a row under POWER_WANTED answers nothing.
+      # One rate where "cannot" needs a grid: no power to hold it.
       power = 1.0 if c.get('p') is None else claims_lib.power(
           c.get('kind', ''), int(c.get('seeds') or 0),
           int(c.get('family_size') or 1), rate=(c.get('evidence') or {}).get(
-              'rate', claims_lib.RELIABLE_RATE))
+              'rate', claims_lib.RELIABLE_RATE),
+          gated=gates_lib.ONE_RATE in c.get('measured', ''))
       if text not in index:
         index[text] = len(out)
         out.append(dict(experiment=name, claim=text, verdict=c['verdict'],
                         role=c.get('role', claims_lib.LESSON),
-                        label=', '.join(str(c[k]) for k in ('model', 'task')
-                                        if c.get(k))
-                        + runner.claim_setting(c),
+                        label=row_label(c),
                         powered={name: power >= claims_lib.POWER_WANTED},
                         measured=c['measured'], note=c.get('note', ''),
                         kind=c.get('kind', ''), test=c.get('test', ''),
@@ -297,6 +299,20 @@ def with_false_discovery_rate(claims: list[dict]) -> list[dict]:
     c.setdefault('p_bh', None)
     c.setdefault('bh_verdict', '')
   return claims
+
+
+def row_label(c: dict) -> str:
+  """A row's setting in a few words, for the scorecard: the model as the
+  sentence names it (its first parenthesis: 'attention h2'), the task, the
+  layers, what it is set against, and the length, width or decoys."""
+  named = re.search(r'\(([^()]*)\)', c['claim'])
+  model = c.get('model') or ''
+  if named and model and named.group(1).startswith(model):
+    model = named.group(1).split(';')[0]
+  parts = [model, c.get('task') or '',
+           f'{c["num_layers"]} layers' if c.get('num_layers') else '',
+           f'vs {c["versus"]}' if c.get('versus') else '']
+  return ', '.join(x for x in parts if x) + runner.claim_setting(c)
 
 
 def part_command(name, run_dir, passthrough, quick):
@@ -373,17 +389,21 @@ def counted(claims: list[dict], role: str = claims_lib.LESSON) -> list[dict]:
 
 
 def row_answer(c: dict) -> str:
-  """A row's verdict as the scorecard reads it: from its powered parts
-  only ('unpowered' where none is), 'split' where two powered parts
-  disagree."""
-  said = {v for part, v in c['verdicts'].items()
-          if c.get('powered', {}).get(part, True)}
+  """A row's verdict as the scorecard reads it. Held and did not hold count
+  from any part (power bounds what a part can miss, not what it found); an
+  inconclusive counts only from a part its plan powered ('unpowered' where
+  nothing else is said); not applicable is no answer. 'split' where the
+  parts that count disagree."""
+  said = set()
+  for part, v in c['verdicts'].items():
+    if v == stats.NOT_APPLICABLE:
+      continue
+    v = stats.INCONCLUSIVE if v.startswith(stats.INCONCLUSIVE) else v
+    if v != stats.INCONCLUSIVE or c.get('powered', {}).get(part, True):
+      said.add(v)
   if not said:
     return 'unpowered'
-  if len(said) > 1:
-    return 'split'
-  v = said.pop()
-  return stats.INCONCLUSIVE if v.startswith(stats.INCONCLUSIVE) else v
+  return 'split' if len(said) > 1 else said.pop()
 
 
 def family_answer(rows: list[dict]) -> str:
@@ -457,20 +477,26 @@ def side_claims(claims: list[dict], link: str = '') -> str:
            '|---|---|---|---|---|']
   for number in LESSON:
     mine = [c for c in side if c['lesson'] == number]
-    for answer in answers(mine):
+    families = {}
+    for c in mine:
+      families.setdefault(c['family'] or c['claim'], []).append(c)
+    for rows, answer in zip(families.values(), answers(mine)):
       lines.append(f'| {number} | {answer.split(": **")[0]} | '
                    f'**{answer.split(": **", 1)[1]} | '
-                   f'{verdict_counts([c["verdict"] for c in mine])} | '
+                   f'{verdict_counts([c["verdict"] for c in rows])} | '
                    f'[§{number}]({link}#{anchor(number)}) |')
-  sanity = [c for c in claims if c.get('role') == claims_lib.SANITY]
+  sanity = counted(claims, claims_lib.SANITY)
   na = [c for c in claims if c['verdict'] == stats.NOT_APPLICABLE]
+  failed = [c['claim'] for c in sanity if c['verdict'] != stats.HELD]
   text = '\n'.join(lines) if len(lines) > 2 else 'No side claim in this run.'
   return text + (
       f'\n\nShown in their sections, not counted: {len(sanity)} sanity '
       f'checks (checks that cannot fail by construction: '
       f'{verdict_counts([c["verdict"] for c in sanity]) or "none"}) and '
       f'{len(na)} rows not applicable (measured on a model that did not '
-      'learn the task).')
+      'learn the task).' + (
+          ' **Sanity checks not held**: ' + '; '.join(failed)
+          if failed else ''))
 
 
 def _commit(git: dict | None) -> str:

@@ -224,7 +224,9 @@ def _doublings(price: dict) -> str:
 
 
 PRICE_FAMILY, DEPTH_FAMILY = 'the N x N price', 'all at once'
-LINEAR_FAMILY = 'a parallel linear recurrence: linear cost, logarithmic depth'
+LINEAR_FAMILY = 'a parallel linear recurrence: work linear in L'
+# A side claim: how deep an implementation's program is, not the lesson's.
+FORM_DEPTH_FAMILY = 'a linear recurrence\'s form: depth like log L'
 
 
 def _counted(sentence, family, held: bool, what: str, setting: dict,
@@ -313,7 +315,7 @@ def claims(out, full, sequential, config, lengths) -> list[Claim]:
         f'held = FLOPs exponent in {LINEAR[0]}..{LINEAR[1]}'))
     res.append(_counted(
         f'Computed as {form}, {x}\'s sequential depth grows only like log L.',
-        LINEAR_FAMILY, shape['shape'] == 'logarithmic',
+        FORM_DEPTH_FAMILY, shape['shape'] == 'logarithmic',
         f'depth {shape["shape"]} over L >= {out["fit_lengths"][0]}: +'
         + ', +'.join(f'{d:g}' for d in m[x]['train']['depth_per_doubling'])
         + f' per doubling of L from {lengths[0]}', dict(model=x, form=form),

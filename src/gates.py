@@ -19,8 +19,11 @@ import numpy as np
 
 FLAT = 0.05  # "flat": the training loss fell by less than 5% over a doubling
 # "Stopped moving": the accuracy, train and test, moved by less than two
-# strings in a hundred over the doubling (each a mean over the window).
+# strings in a hundred over the doubling (each a mean over the window), and
+# the loss fell by less than ACCURACY_LOSS_CAP (a steep fall is learning,
+# whatever the accuracy shows yet).
 ACCURACY_FLAT = 0.02
+ACCURACY_LOSS_CAP = 4 * FLAT
 
 
 def loss_before(curves, step: int, seeds, column: str = 'train_loss',
@@ -47,18 +50,23 @@ def trained_out(curves, seeds, step: int, **match) -> dict:
   over the last doubling of steps (step / 2 to `step`), the failing
   `seeds`' training loss (curves.csv rows matching `match`) fell by a median
   of less than FLAT, a seed whose train and test accuracy both moved by
-  less than ACCURACY_FLAT counting as a fall of 0. {flat, fall, falls,
-  seeds, step}; with no seed to judge it is flat (no seed failed), with no
+  less than ACCURACY_FLAT (its loss by less than ACCURACY_LOSS_CAP)
+  counting as a fall of 0. {flat, fall, falls, seeds, step, accuracy_flat:
+  how many seeds so counted}; with no seed to judge it is flat (no seed failed), with no
   curve it is not (nothing shows it stopped)."""
   seeds = list(seeds)
   if not seeds:
     return checked([], 0, step)
   half = loss_before(curves, step // 2, seeds, **match)
   end = loss_before(curves, step, seeds, **match)
-  still = [s for s in seeds if accuracy_stopped(curves, s, step, **match)]
-  return checked([0.0 if s in still else (half[s] - end[s]) / half[s]
-                  for s in seeds if s in half and s in end and half[s] > 0],
-                 len(seeds), step)
+  falls = {s: (half[s] - end[s]) / half[s] for s in seeds
+           if s in half and s in end and half[s] > 0}
+  still = [s for s in falls if falls[s] < ACCURACY_LOSS_CAP
+           and accuracy_stopped(curves, s, step, **match)]
+  out = checked([0.0 if s in still else f for s, f in falls.items()],
+                len(seeds), step)
+  out['accuracy_flat'] = len(still)
+  return out
 
 
 def accuracy_stopped(curves, seed: int, step: int, **match) -> bool:
@@ -91,10 +99,13 @@ def last_step(curves, **match) -> int:
 def still_learning(check: dict) -> str:
   """What `measured` says of a failure that is not trained out."""
   fall = check['fall']
+  flat = check.get('accuracy_flat', 0)
   return (f'still learning at {check["step"]} steps: the training loss of '
           f'the {check["seeds"]} failing seeds fell by a median '
           + (f'{100 * fall:.1f}%' if np.isfinite(fall) else 'n/a (no curve)')
-          + f' over the last doubling (flat: under {FLAT:.0%})')
+          + f' over the last doubling (flat: under {FLAT:.0%}'
+          + (f'; {flat} seeds whose accuracy stopped moving counted as 0'
+             if flat else '') + ')')
 
 
 def learning_gate(direction: str, check: dict) -> dict:

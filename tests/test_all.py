@@ -223,8 +223,31 @@ def test_the_answer_names_the_settings_a_verdict_depends_on():
   assert all_exp.family_answer([_row(
       f, {'a': 'held', 'b': 'did not hold'})]).startswith(
       'split between powered parts for m')
+  # Power bounds what a part can miss, not what it found: a held from an
+  # unpowered part counts, its inconclusive does not.
   assert all_exp.family_answer([_row(f, {'a': 'held'}, powered={'a': False})
+                                ]) == 'holds (1 of 1 rows)'
+  assert all_exp.family_answer([_row(f, {'a': 'inconclusive'},
+                                     powered={'a': False})
                                 ]).startswith('not answered')
+  # Not applicable is no answer; an underpowered inconclusive beside a
+  # powered one is no split.
+  assert all_exp.family_answer([_row(
+      f, {'a': 'held', 'b': 'not applicable'})]) == 'holds (1 of 1 rows)'
+  assert all_exp.family_answer([_row(
+      f, {'a': 'inconclusive', 'b': 'inconclusive (underpowered: 8 seeds)'})
+  ]).startswith('inconclusive for m')
+
+
+def test_a_rows_label_tells_its_settings_apart():
+  row = lambda claim, **kw: dict(claim=claim, **kw)
+  assert all_exp.row_label(row(
+      'Without a dense block, attention (attention h2) cannot compute xor.',
+      model='attention', task='xor_fixed')) == 'attention h2, xor_fixed'
+  one, two = (all_exp.row_label(row(f'{n} attention layers (attention) ...',
+                                    model='attention', num_layers=k))
+              for n, k in (('One', 1), ('Two', 2)))
+  assert one == 'attention, 1 layers' and two == 'attention, 2 layers'
 
 
 def test_the_scorecard_counts_neither_side_claims_nor_sanity_checks():
@@ -242,6 +265,10 @@ def test_the_scorecard_counts_neither_side_claims_nor_sanity_checks():
   side = all_exp.side_claims(rows)
   assert '| 2 | Gating carries | **does not hold (1 of 1 rows)** |' in side
   assert '1 sanity checks' in side and '1 rows not applicable' in side
+  assert 'not held' not in side
+  rows[2] = dict(rows[2], verdict='did not hold')
+  assert 'Sanity checks not held**: position 0 lost' in all_exp.side_claims(
+      rows)
 
 
 def test_a_parts_stored_run_with_other_settings_is_refused_before_it_starts(
