@@ -550,6 +550,9 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
     c['lesson'] = lesson_number(c['experiment'].split(' + ')[0])
     c['headline'] = claims_lib.headline(c)
   rows = [{k: c[k] for k in COLUMNS} for c in claims]
+  # The report's claims table is this report's alone, rewritten whole: one
+  # an earlier version wrote (other columns) is replaced, not refused.
+  storage.write_whole(run_dir.path / 'results.csv', '')
   results = record.ResultsCsv(run_dir.path / 'results.csv', COLUMNS,
                               write=True)  # no backend here to ask who writes
   results.replace(rows)  # this report's claims, not an earlier one's
