@@ -376,7 +376,7 @@ def _more_reliably(config, task, name, row, dense_name, dense, curves,
            what=f'solved (>= {stats.SOLVED:.0%}: 1) (accuracy '
                 f'{dense["mean"]:.3f} with {dense["num_params"]} parameters '
                 f'against {row["mean"]:.3f} with {row["num_params"]})'),
-      dict(model='attention', task=task, steps=config.steps),
+      dict(model=name, versus=dense_name, task=task, steps=config.steps),
       gates=gates_lib.learning_gate(stats.HELD, trained_out(
           curves, group, behind, config.steps)),
       note='seed i of each on the same strings; both solving, or both '
