@@ -212,7 +212,7 @@ def check_only(plan: Plan, flags: Flags) -> None:
 # docs/REPORT.md's full run (its memory-task parts; docs/ENGINEERING.md):
 # what the estimate below scales. Linear recurrences (the LRU, Mamba) run
 # several times their units on a CPU.
-SECONDS_PER_WORK = 4e-8
+SECONDS_PER_WORK = 2.6e-8
 
 
 def work_table(plan: Plan) -> str:
