@@ -241,6 +241,18 @@ def run(config: Config, run_dir, *, stop=None, flags=None) -> dict:
   return write_report(config, run_dir, passthrough_, walls)
 
 
+def judged_across_parts(parts) -> list:
+  """[(part, its claims)] with every family judged again across the parts
+  (`claims.judge_together`): a claim's family is the claim at every setting
+  it is tested at, in whichever part, so Holm runs over all of them."""
+  flat = claims_lib.judge_together([c for _, claims in parts for c in claims])
+  out, start = [], 0
+  for name, claims in parts:
+    out.append((name, flat[start:start + len(claims)]))
+    start += len(claims)
+  return out
+
+
 def merge_claims(parts) -> list[dict]:
   """The report's claims from [(part, its claims)], in that order, each
   claim once: one that a later part measured again (the same text, at the
@@ -388,12 +400,22 @@ def counted(claims: list[dict], role: str = claims_lib.LESSON) -> list[dict]:
           and c['verdict'] != stats.NOT_APPLICABLE]
 
 
+# Why a row is inconclusive, as the scorecard says it: what its `measured`
+# text shows (the gate that stopped a direction, or a test that could not
+# decide), first match.
+BLOCKED = ((gates_lib.ONE_RATE, 'one rate'),
+           ('still learning', 'still learning'),
+           ('no pair differs', 'no pair differs'),
+           ('so it leaves its family', 'too few differ'))
+
+
 def row_answer(c: dict) -> str:
   """A row's verdict as the scorecard reads it. Held and did not hold count
   from any part (power bounds what a part can miss, not what it found); an
   inconclusive counts only from a part its plan powered ('unpowered' where
-  nothing else is said); not applicable is no answer. 'split' where the
-  parts that count disagree."""
+  nothing else is said), and says what stopped it where something did (one
+  rate, a failure still learning, pairs that do not differ); not
+  applicable is no answer. 'split' where the parts that count disagree."""
   said = set()
   for part, v in c['verdicts'].items():
     if v == stats.NOT_APPLICABLE:
@@ -401,6 +423,11 @@ def row_answer(c: dict) -> str:
     v = stats.INCONCLUSIVE if v.startswith(stats.INCONCLUSIVE) else v
     if v != stats.INCONCLUSIVE or c.get('powered', {}).get(part, True):
       said.add(v)
+  if said == {stats.INCONCLUSIVE} or not said:
+    why = next((name for text, name in BLOCKED
+                if text in c.get('measured', '')), None)
+    if why:
+      return why
   if not said:
     return 'unpowered'
   return 'split' if len(said) > 1 else said.pop()
@@ -425,6 +452,12 @@ def family_answer(rows: list[dict]) -> str:
   for key, what in ((stats.HELD, 'holds for'), (stats.NOT_HELD, 'not for'),
                     ('split', 'split between powered parts for'),
                     (stats.INCONCLUSIVE, 'inconclusive for'),
+                    ('no pair differs', 'inconclusive, no pair differing, '
+                                        'for'),
+                    ('too few differ', 'inconclusive, too few pairs '
+                                       'differing, for'),
+                    ('still learning', 'inconclusive, still learning, for'),
+                    ('one rate', 'inconclusive at one rate for'),
                     ('unpowered', 'underpowered for')):
     if key in by:
       out.append(f'{what} {names(key)}')
@@ -544,8 +577,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   parts = report_order(chosen(config))
   summaries = {name: json.loads((run_dir.path / name / 'summary.json')
                                 .read_text()) for name in parts}
-  claims = merge_claims([(name, summaries[name].get('claims', []))
-                         for name in parts])
+  claims = merge_claims(judged_across_parts(
+      [(name, summaries[name].get('claims', [])) for name in parts]))
   for c in claims:
     c['lesson'] = lesson_number(c['experiment'].split(' + ')[0])
     c['headline'] = claims_lib.headline(c)

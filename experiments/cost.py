@@ -82,7 +82,12 @@ FOURFOLD = 2 ** QUADRATIC[0]
 # once that term is several times the rest, past 8 d_model: counting stops
 # where the claim can be judged at every width.
 WIDTH_REACH = 32
-PRICE_CLAIM = ('Attention pays an N x N price: doubling the length '
+# The price claim's window, in its sentence: from L = FOURFOLD_FROM x d_model
+# on. With the crossover near 2 d_model, a doubling costs (2 + 4x) / (1 + x)
+# at x = L / crossover, FOURFOLD from x = 2.85 (L near 5.7 d_model) on.
+FOURFOLD_FROM = 8
+PRICE_CLAIM = ('Attention pays an N x N price: from a length of '
+               f'{FOURFOLD_FROM} times the width on, doubling the length '
                'quadruples the work.')
 
 
@@ -135,6 +140,14 @@ def fourfold_from(price: dict) -> int | None:
   for L, r in zip(lengths, ratios):
     start = (start or L) if r >= FOURFOLD else None
   return start
+
+
+def fourfold_past(price: dict, start: int) -> bool:
+  """Whether every doubling tested from length `start` on costs at least
+  FOURFOLD times the one before (and at least one was tested)."""
+  judged = [r for L, r in zip(price['lengths'], price['ratio_per_doubling'])
+            if L >= start]
+  return bool(judged) and all(r >= FOURFOLD for r in judged)
 
 
 def depth_shape(lengths, depths) -> dict:
@@ -239,17 +252,19 @@ def _counted(sentence, family, held: bool, what: str, setting: dict,
 
 def width_claims(widths: dict) -> list[Claim]:
   """The lesson's "doubling the words multiplies the computations
-  fourfold", judged at each width: it holds from the length where every
-  further doubling costs >= FOURFOLD x, and that range is its scope."""
+  fourfold", judged at each width over the window its sentence declares:
+  every doubling tested from FOURFOLD_FROM x d_model on costs >= FOURFOLD
+  x."""
   return [_counted(
-      PRICE_CLAIM, PRICE_FAMILY, fourfold_from(p) is not None,
+      PRICE_CLAIM, PRICE_FAMILY, fourfold_past(p, FOURFOLD_FROM * int(D)),
       f'training-step FLOPs counted at d_model {D}: ' + _doublings(p),
       dict(model=p['model'], d_model=int(D)),
       'FLOPs counted by XLA (compiled, not run), ratio per doubling',
-      f'held = from some tested length on, every doubling of L costs at '
-      f'least {FOURFOLD:.2f}x (2^{QUADRATIC[0]}); counted to {WIDTH_REACH} '
-      'x d_model, past the crossover near 2 x d_model; the range of L where '
-      'it holds is the claim\'s scope') for D, p in widths.items()]
+      f'held = every doubling of L tested from L = {FOURFOLD_FROM} x d_model '
+      f'on costs at least {FOURFOLD:.2f}x (2^{QUADRATIC[0]}); counted to '
+      f'{WIDTH_REACH} x d_model; below the window the L x L term, which '
+      'overtakes the rest near 2 x d_model, does not yet dominate')
+          for D, p in widths.items()]
 
 
 def claims(out, full, sequential, config, lengths) -> list[Claim]:
@@ -302,7 +317,8 @@ def claims(out, full, sequential, config, lengths) -> list[Claim]:
         f'linearly (log-log slope >= {LINEAR[0]}) for every model that loops '
         'over positions'))
   for x in m:
-    if models_lib.get(x).family != models_lib.LINEAR:
+    spec = models_lib.get(x)
+    if spec.family != models_lib.LINEAR:
       continue
     fe = m[x]['train']['flops_exponent']
     shape = m[x]['train']['depth_growth']
@@ -313,6 +329,8 @@ def claims(out, full, sequential, config, lengths) -> list[Claim]:
         f'FLOPs ~ L^{fe:.2f} (train step, L >= {out["fit_lengths"][0]})',
         dict(model=x), 'log-log slope of the counted FLOPs',
         f'held = FLOPs exponent in {LINEAR[0]}..{LINEAR[1]}'))
+    if not spec.log_depth:  # its form walks the positions: depth ~L
+      continue
     res.append(_counted(
         f'Computed as {form}, {x}\'s sequential depth grows only like log L.',
         FORM_DEPTH_FAMILY, shape['shape'] == 'logarithmic',

@@ -69,7 +69,8 @@ class Distance(experiment.Experiment):
     """The claims `summarize` makes, on placeholder rows of the run's
     shape."""
     return memory.memory_claims(memory.placeholder_table(config),
-                                config.models, config.lengths)
+                                config.models, config.lengths,
+                                trained=memory.conditions(config))
 
   def summarize(self, config, rows, data):
     lengths = sorted(config.lengths)
@@ -94,7 +95,8 @@ class Distance(experiment.Experiment):
             'paired': memory.paired_table(crit),
             'diverged_seeds': int(sum(g['diverged'] for g in groups)),
             'claims': memory.memory_claims(table, config.models, lengths,
-                                           data.curves),
+                                           data.curves,
+                                           memory.conditions(config)),
             'budget': {k: getattr(config, k) for k in (
                 'steps', 'batch_size', 'd_model', 'seeds')},
             'tuning': (f'one learning rate ({config.rates[0]:g}): a failure '

@@ -73,7 +73,8 @@ class Gating(memory.BudgetExperiment):
     """Its claims (gated against plain, the plain nets giving way) on
     placeholder rows of the run's shape."""
     return [c for c in memory.memory_claims(
-        memory.placeholder_table(config), config.models, config.lengths)
+        memory.placeholder_table(config), config.models, config.lengths,
+        trained=memory.conditions(config, max(config.budgets)))
             if c.family in (memory.GATING_FAMILY, memory.GIVES_WAY_FAMILY)]
 
   def summarize(self, config, rows, data):
@@ -85,7 +86,7 @@ class Gating(memory.BudgetExperiment):
     gated = [m for m in config.models
              if models_lib.get(m).family == models_lib.GATED]
     out = {'critical_distance': {}, 'versus_rnn': {}, 'claims': []}
-    crit, by_budget = {}, {}
+    crit, by_budget, last = {}, {}, budgets[-1]
     for budget in budgets:
       table = memory.accuracy_table(rows, steps=budget)
       crit[budget] = {m: memory.per_seed_critical(table, m, lengths)
@@ -105,13 +106,12 @@ class Gating(memory.BudgetExperiment):
                   for s in seeds}
         for p in plain:
           by_budget.setdefault((g, p), {})[budget] = \
-              memory.gating_beats_plain(g, p, crit[budget][g],
-                                            crit[budget][p], lengths, failed,
-                                            final)
+              memory.gating_beats_plain(
+                  g, p, crit[budget][g], crit[budget][p], lengths, failed,
+                  final, memory.conditions(config, last))
       for p in plain:
         by_budget.setdefault((p,), {})[budget] = memory.plain_gives_way(
             table, p, lengths, curves=final)
-    last = budgets[-1]
     for key, verdicts in by_budget.items():
       raw = {b: claims_lib.test(c) for b, c in verdicts.items()}
       claim = verdicts[last]

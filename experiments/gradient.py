@@ -86,6 +86,10 @@ FAMILY = 'the signal dies away exponentially along one string'
 ACROSS_FAMILY = ('across lengths, the signal through recurrence dies away '
                  'exponentially with L')
 BRIDGE_FAMILY = 'after training, attention keeps a strong bridge to position 0'
+# The lesson's "unhindered" against recurrence's "successive
+# multiplications", one test per recurrent model.
+REACH_FAMILY = ('at initialisation, the signal reaches position 0 through '
+                'attention more strongly than through recurrence')
 
 
 def trained_lengths(config: Config) -> tuple[int, ...]:
@@ -271,8 +275,39 @@ def claims(config, m, lengths) -> list[Claim]:
         note='scale-free: the sensitivity to position 0 divided by the '
              'sensitivity to the last filler position (L-2), per seed; the '
              'bridge is strong where the ratio exceeds 1 at every tested '
-             'length'))
+             'length. A sanity check: a one-layer model that solves the task '
+             'by its searchlight on position 0 has that ratio above 1 by '
+             'construction', role=claims_lib.SANITY))
+    if 'bridge' in m[model]:
+      out += [reaches_further(model, x, m[model]['bridge'],
+                              m[x]['bridge'])
+              for x in recurrent if 'bridge' in m[x]]
   return out
+
+
+def reaches_further(attention: str, model: str, bridge_a, bridge_r) -> Claim:
+  """Seed i of attention against seed i of a recurrence, at
+  initialisation, along one string: position 0's sensitivity over that at
+  distance 1 (log10), the larger ahead (claims.COMPARISON)."""
+  far = lambda b: b['init']['far_over_near']
+  seeds = sorted(set(far(bridge_a)) & set(far(bridge_r)), key=int)
+  log = lambda v: (float('nan') if v is None else
+                   float(np.log10(v)) if v > 0 else float('-inf'))
+  return Claim(
+      f'At initialisation, the signal reaches position 0 through attention '
+      f'({attention}) more strongly than through recurrence ({model}).',
+      claims_lib.COMPARISON, REACH_FAMILY,
+      dict(x=[log(far(bridge_a)[s]) for s in seeds],
+           y=[log(far(bridge_r)[s]) for s in seeds], x_name=attention,
+           y_name=model, digits=2,
+           what=f'log10 of the sensitivity to position 0 over that at '
+                f'distance 1, along one string (L={bridge_a["length"]})'),
+      dict(model=attention, versus=model, length=bridge_a['length']),
+      note='seed i of each on the same strings, at initialisation (where '
+           'the recurrences\' decay is judged): ||d margin / d x_0|| over '
+           '||d margin / d x_{L-2}||, the farthest position against the '
+           'nearest filler; the lesson\'s "unhindered" bridge against its '
+           '"successive multiplications"')
 
 
 def along_one_string(config, model, bridge) -> Claim:

@@ -338,8 +338,12 @@ def _fmt(values) -> str:
 def _cannot(config, task, name, row, curves, group) -> Claim:
   """Attention alone against what routing allows (`null`): every seed at or
   below it, at its best rate of a grid and trained out, is held; a seed
-  above it (it computes) is did not hold."""
+  above it (it computes) is did not hold. A model none of whose seeds
+  reached what routing allows (within IMPOSSIBLE_MARGIN) did not learn even
+  the routing: its failure says nothing of computing (not applicable)."""
   ceiling = null(task)
+  learned = [a for a in row['seeds']
+             if a >= ceiling - claims_lib.IMPOSSIBLE_MARGIN]
   return Claim(
       f'Without a dense block, attention ({name}) cannot compute '
       f'{task.split("_")[0]} of the two symbols ({task}): it gets no further '
@@ -352,6 +356,11 @@ def _cannot(config, task, name, row, curves, group) -> Claim:
       gates={**gates_lib.grid_gate(stats.HELD, config.rates),
              **gates_lib.learning_gate(stats.HELD, trained_out(
                  curves, group, range(len(row['seeds'])), config.steps))},
+      not_applicable='' if learned else (
+          f'no seed reached what routing allows ({ceiling:.3f}, within '
+          f'{claims_lib.IMPOSSIBLE_MARGIN}): it did not learn to route the '
+          f'two symbols, so its failure to compute says nothing (accuracy '
+          f'per seed {_fmt(row["seeds"])})'),
       note='the null is what routing alone can reach: weights that do not '
            'depend on the symbols and a linear read-out make every class '
            'score additive in the two symbols; its exact best accuracy '

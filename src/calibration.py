@@ -198,6 +198,70 @@ def scenarios() -> list[Scenario]:
   return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Family:
+  """A family of claims judged together (Holm, and the tests that cannot
+  decide left out), every one under its null: `draw(rng, n)` gives the
+  family; `guards`: the direction no claim of it may take in more than
+  alpha of the runs (the family-wise error)."""
+  name: str
+  draw: Callable
+  guards: str
+
+
+def _family_of(*makers):
+  """A family drawn by each (count, make) of `makers`: make(rng, n) a
+  claim, count of them; all in one family."""
+  def draw(rng, n):
+    return [make(rng, n) for count, make in makers for _ in range(count)]
+  return draw
+
+
+def _tied_everywhere(rng, n):
+  """Both models solve every seed: no pair differs."""
+  del rng
+  return _comparison(np.ones(n), np.ones(n))
+
+
+def families() -> list[Family]:
+  """Families under their nulls, in the shapes the report's have: the
+  routing comparisons (16, six tied in every pair), the gating ones
+  (critical distances with ceiling ties), and kinds mixed."""
+  out = []
+  for guards in (HELD, NOT):
+    out += [
+        Family('16 comparisons: 6 tied in every pair, 10 solved or not at '
+               'the same chance', _family_of(
+                   (6, _tied_everywhere),
+                   (10, lambda r, n: _comparison(*_solved_or_not(r, n)))),
+               guards),
+        Family('11 comparisons of exchangeable critical distances (ties, '
+               'ceiling ties)', _family_of(
+                   (11, lambda r, n: _comparison(*_exchangeable_grid(r, n),
+                                                 ceiling=max(GRID)))), guards),
+        Family('mixed: 3 thresholds at the median, 3 comparisons, 2 of them '
+               'tied everywhere', _family_of(
+                   (3, lambda r, n: _threshold(_bimodal_at(r, n, 0.5))),
+                   (2, _tied_everywhere),
+                   (1, lambda r, n: _comparison(*_solved_or_not(r, n)))),
+               guards),
+    ]
+  return out
+
+
+def family_rates(family: Family, n: int, runs: int = 400,
+                 seed: int = 0) -> dict:
+  """The share of `runs` simulated families in which some claim was judged
+  held, and did not hold (the family-wise error under the null)."""
+  rng = np.random.default_rng([seed, n, zlib.crc32(family.name.encode())])
+  held = not_held = 0
+  for _ in range(runs):
+    verdicts = {c.verdict for c in claims_lib.judge(family.draw(rng, n))}
+    held += HELD in verdicts
+    not_held += NOT in verdicts
+  return {'held': held / runs, 'not': not_held / runs, 'runs': runs}
+
+
 def rates(scenario: Scenario, n: int, runs: int = 400,
           seed: int = 0) -> dict:
   """The share of `runs` simulated claims judged held and did not hold."""
@@ -230,6 +294,11 @@ def table(runs: int = 400, sizes=SIZES) -> str:
             else f'{which} (power)')
     lines.append(f'| {s.kind} | {s.name} | {what} | ' + ' | '.join(cells)
                  + ' |')
+  for f in families():
+    key = 'held' if f.guards == HELD else 'not'
+    cells = [f'{family_rates(f, n, runs)[key]:.3f}' for n in sizes]
+    lines.append(f'| a family | {f.name} | {f.guards} by any (null: at most '
+                 f'{tolerance(runs):.3f}) | ' + ' | '.join(cells) + ' |')
   return '\n'.join(lines)
 
 

@@ -98,7 +98,14 @@ class Claim:
   verdict: str | None = None
   test: str = ''
   p: float | None = None
+  # The held direction's best case at this many seeds (every seed for it):
+  # at or above alpha after the family's adjustment, held is out of reach
+  # whatever the data (underpowered).
   p_min: float | None = None
+  # The smallest p the leaning direction's test could give these data (the
+  # pairs that differ, the seeds off the threshold): at or above alpha, the
+  # test cannot decide and leaves its family's Holm (Tarone 1990).
+  p_floor: float | None = None
   if_significant: str | None = None
   p_adjusted: float | None = None
   family_size: int = 1
@@ -120,6 +127,7 @@ class Claim:
     out = dict(claim=self.sentence, kind=self.kind, verdict=self.verdict,
                measured=self.measured, test=self.test, p=self.p,
                p_adjusted=self.p_adjusted, p_min=self.p_min,
+               p_floor=self.p_floor, gates=dict(self.gates),
                seeds=self.seeds, family=self.family,
                family_size=self.family_size,
                if_significant=self.if_significant, note=self.note,
@@ -166,7 +174,8 @@ def _threshold(c: Claim) -> dict:
                    'sided each way (seeds at it dropped)',
               p_held=stats.binomial(k, n, 0.5, 'greater'),
               p_not=stats.binomial(k, n, 0.5, 'less'),
-              p_min_held=0.5 ** n, p_min_not=0.5 ** n)
+              p_min_held=0.5 ** n, p_min_not=0.5 ** n,
+              p_best=0.5 ** _seeds(c))
 
 
 def _reliability(c: Claim) -> dict:
@@ -186,7 +195,7 @@ def _reliability(c: Claim) -> dict:
                    + (', the seeds the lengths cannot judge counted against '
                       'each direction' if undetermined else ''),
               p_held=held, p_not=refuted, p_min_held=rate ** n,
-              p_min_not=(1 - rate) ** n)
+              p_min_not=(1 - rate) ** n, p_best=rate ** n)
 
 
 def _exists(e: dict) -> tuple[float, int]:
@@ -221,7 +230,7 @@ def _capability(c: Claim) -> dict:
                    f'+ {IMPOSSIBLE_MARGIN} (exact binomial, intersection-'
                    'union), trained out at the best rate of a grid',
               p_held=exists, p_not=_below(c.evidence), p_min_held=0.0,
-              p_min_not=0.0)
+              p_min_not=0.0, p_best=0.0)
 
 
 def _impossibility(c: Claim) -> dict:
@@ -232,7 +241,7 @@ def _impossibility(c: Claim) -> dict:
                    'the best seed above the null (exact binomial, '
                    'Bonferroni over the seeds)',
               p_held=_below(c.evidence), p_not=exists, p_min_held=0.0,
-              p_min_not=0.0)
+              p_min_not=0.0, p_best=0.0)
 
 
 def comparison_counts(e: dict) -> dict:
@@ -280,7 +289,8 @@ def _comparison(c: Claim) -> dict:
                 p_held=stats.rate_below(l, judged, AS_FAR_MARGIN),
                 p_not=stats.binomial(w, w + l, 0.5, 'less'),
                 p_min_held=(1 - AS_FAR_MARGIN) ** judged,
-                p_min_not=0.5 ** (judged - n['ties']))
+                p_min_not=0.5 ** (judged - n['ties']),
+                p_best=(1 - AS_FAR_MARGIN) ** _seeds(c))
   # Censored pairs resolve against each direction in turn: as losses for
   # held, as wins for did not hold.
   held = stats.binomial(w, w + l + z, 0.5, 'greater')
@@ -290,7 +300,7 @@ def _comparison(c: Claim) -> dict:
                    'not), one-sided each way; pairs tied at the grid\'s '
                    'ceiling counted against each direction in turn',
               p_held=held, p_not=refuted, p_min_held=0.5 ** (w + l + z),
-              p_min_not=0.5 ** (w + l + z))
+              p_min_not=0.5 ** (w + l + z), p_best=0.5 ** _seeds(c))
 
 
 def _shape(c: Claim) -> dict:
@@ -300,7 +310,7 @@ def _shape(c: Claim) -> dict:
                    'sided binomial test of the count against 1/2',
               p_held=stats.binomial(k, n, 0.5, 'greater') if n else 1.0,
               p_not=stats.binomial(k, n, 0.5, 'less') if n else 1.0,
-              p_min_held=0.5 ** n, p_min_not=0.5 ** n)
+              p_min_held=0.5 ** n, p_min_not=0.5 ** n, p_best=0.5 ** n)
 
 
 TESTS = {THRESHOLD: _threshold, RELIABILITY: _reliability,
@@ -322,7 +332,8 @@ def _seeds(c: Claim) -> int:
 
 def test(c: Claim) -> Claim:
   """The claim's own test, before its family: p (in the direction the data
-  lean), p_min, if_significant, and the raw verdict."""
+  lean), p_min (held's best case at this n), p_floor (the smallest p its
+  test could give these data), if_significant, and the raw verdict."""
   if c.not_applicable:  # no test: the model did not do what it describes
     return dataclasses.replace(c, test='none: not applicable', p=None,
                                p_min=None, measured=c.not_applicable,
@@ -337,31 +348,87 @@ def test(c: Claim) -> Claim:
   held = t['p_held'] <= t['p_not']
   direction = stats.HELD if held else stats.NOT_HELD
   p = t['p_held'] if held else t['p_not']
-  # p_min is the held direction's best case, whichever way the data lean:
-  # a claim that could not be held at this n is underpowered, not refuted.
   c = dataclasses.replace(
-      c, test=t['test'], p=float(p), p_min=float(t['p_min_held']),
+      c, test=t['test'], p=float(p), p_min=float(t['p_best']),
+      p_floor=float(t['p_min_held' if held else 'p_min_not']),
       if_significant=direction, measured=render(c))
-  return dataclasses.replace(c, verdict=_decide(c, direction, p, 1))
+  return dataclasses.replace(c, verdict=decide(c, direction, p, 1))
 
 
-def _decide(c: Claim, direction: str, p_adjusted: float, size: int) -> str:
-  if c.seeds == 0:
+def decide(c: Claim, direction: str, p_adjusted: float, size: int) -> str:
+  """The verdict of a tested claim at its family-adjusted p (`size` tests
+  in its family): its direction where p < alpha and no gate stops it; else
+  underpowered where held was out of reach at this n (its best case, every
+  seed for it, times the family's size), else inconclusive. A significant
+  result stands whatever the plan's power."""
+  return _verdict(c.seeds, c.gates, c.p_min, direction, p_adjusted, size)
+
+
+def _verdict(seeds: int, gates: dict, p_min: float, direction: str,
+             p_adjusted: float, size: int) -> str:
+  if seeds == 0:
     return stats.INCONCLUSIVE
-  if size * c.p_min >= stats.ALPHA:
-    return stats.underpowered(c.seeds)
-  if p_adjusted >= stats.ALPHA:
-    return stats.INCONCLUSIVE
-  if direction in c.gates:
-    return stats.INCONCLUSIVE
-  return direction
+  if p_adjusted < stats.ALPHA:
+    return stats.INCONCLUSIVE if direction in gates else direction
+  if size * p_min >= stats.ALPHA:
+    return stats.underpowered(seeds)
+  return stats.INCONCLUSIVE
+
+
+def undecidable(kind: str, evidence: dict, p_floor: float | None) -> str:
+  """Why these data cannot decide a claim at any adjustment (its test's
+  smallest possible p, `p_floor`, is alpha or more), or ''."""
+  if p_floor is None or p_floor < stats.ALPHA:
+    return ''
+  if kind == COMPARISON:
+    n = comparison_counts(evidence)
+    differ = n['wins'] + n['losses'] + n['censored']
+    return ('no pair differs (a tie is no evidence either way)' if not differ
+            else f'only {differ} pairs differ: their best case, p = '
+                 f'{stats.fmt_p(p_floor)}, cannot reach {stats.ALPHA:g}')
+  return (f'its test\'s best case on these data, p = '
+          f'{stats.fmt_p(p_floor)}, cannot reach {stats.ALPHA:g}')
+
+
+def _family(members: list[dict]) -> list[dict]:
+  """Holm over the members of one family that can decide (each a dict of
+  kind, evidence, p, p_floor, p_min, seeds, gates, if_significant, test):
+  for each, its p_adjusted, verdict and the words `measured` ends with."""
+  size = len(members)
+  whys = [undecidable(m['kind'], m['evidence'], m['p_floor'])
+          for m in members]
+  can = [i for i, why in enumerate(whys) if not why]
+  adjusted = dict(zip(can, stats.holm([members[i]['p'] for i in can])))
+  out = []
+  for i, (m, why) in enumerate(zip(members, whys)):
+    p_adj = adjusted.get(i, m['p'])
+    direction = m['if_significant']
+    verdict = _verdict(m['seeds'], m['gates'], m['p_min'], direction, p_adj,
+                       size)
+    blocked = m['gates'].get(direction)
+    if why:
+      tail = (f'; {m["test"]}: p = {stats.fmt_p(m["p"])}, not adjusted: '
+              f'{why}, so it leaves its family\'s Holm (family of {size}, '
+              f'{len(can)} that can decide)')
+    else:
+      tail = (f'; {m["test"]}: p = {stats.fmt_p(m["p"])}, Holm-adjusted '
+              f'{stats.fmt_p(p_adj)} (family of {size}'
+              + (f', {len(can)} that can decide' if len(can) < size else '')
+              + ')' + (f'; not {direction}: {blocked}' if blocked
+                       and verdict == stats.INCONCLUSIVE else ''))
+    out.append(dict(p_adjusted=p_adj, family_size=size, verdict=verdict,
+                    tail=tail))
+  return out
 
 
 def judge(claims: list[Claim], alpha: float = stats.ALPHA) -> list[Claim]:
-  """Every claim tested, then Holm within each family (Holm 1979): the
-  verdict is its direction where the adjusted p < alpha and no gate stops
-  that direction; `inconclusive (underpowered: n seeds)` where even the
-  best outcome could not clear alpha (m * p_min); else inconclusive."""
+  """Every claim tested, then Holm within each family (Holm 1979) over the
+  tests that can decide: a test whose smallest possible p on its data is
+  alpha or more (every pair tied, say) cannot reject at any level, so it
+  leaves the family (Tarone 1990; the p-values are exact given the pairs
+  that differ) and is inconclusive, saying why. The verdict is `decide`'s
+  at the adjusted p; underpowered counts the whole family."""
+  del alpha  # stats.ALPHA, as every verdict's
   tested = [c if c.verdict is None or c.p is not None else
             dataclasses.replace(c, measured=c.measured or render(c))
             for c in claims]
@@ -371,18 +438,50 @@ def judge(claims: list[Claim], alpha: float = stats.ALPHA) -> list[Claim]:
     if c.p is not None:  # a counted claim has no test to adjust
       families.setdefault(c.family, []).append(i)
   out = list(tested)
-  for family, members in families.items():
-    adjusted = stats.holm([tested[i].p for i in members])
-    for i, p_adj in zip(members, adjusted):
-      c = dataclasses.replace(tested[i], p_adjusted=p_adj,
-                              family_size=len(members))
-      verdict = _decide(c, c.if_significant, p_adj, len(members))
-      blocked = c.gates.get(c.if_significant)
-      measured = (render(c) + f'; {c.test}: p = {stats.fmt_p(c.p)}, Holm-'
-                  f'adjusted {stats.fmt_p(p_adj)} (family of {len(members)})'
-                  + (f'; not {c.if_significant}: {blocked}' if blocked
-                     and verdict == stats.INCONCLUSIVE else ''))
-      out[i] = dataclasses.replace(c, verdict=verdict, measured=measured)
+  for members in families.values():
+    judged = _family([dict(kind=tested[i].kind, evidence=tested[i].evidence,
+                           p=tested[i].p, p_floor=tested[i].p_floor,
+                           p_min=tested[i].p_min, seeds=tested[i].seeds,
+                           gates=tested[i].gates, test=tested[i].test,
+                           if_significant=tested[i].if_significant)
+                      for i in members])
+    for i, j in zip(members, judged):
+      c = tested[i]
+      out[i] = dataclasses.replace(
+          c, p_adjusted=j['p_adjusted'], family_size=j['family_size'],
+          verdict=j['verdict'], measured=render(c) + j['tail'])
+  return out
+
+
+# What `runner.with_rate_verdicts` appends to `measured` with a grid of rates.
+BY_RATE = '; verdict at each rate alone: '
+
+
+def judge_together(claims: list[dict]) -> list[dict]:
+  """summary.json claims judged in several runs (the parts of a report),
+  judged again as one family per family name across all of them, as
+  `judge` judges one run's: a claim tested at several settings is one
+  family wherever it was measured. Counted and not-applicable claims are
+  kept as they are."""
+  families = {}
+  for i, c in enumerate(claims):
+    if c.get('p') is not None:
+      families.setdefault(c['family'], []).append(i)
+  out = [dict(c) for c in claims]
+  for members in families.values():
+    rows = [claims[i] for i in members]
+    judged = _family([dict(kind=c['kind'], evidence=c['evidence'], p=c['p'],
+                           p_floor=c.get('p_floor'), p_min=c['p_min'],
+                           seeds=c['seeds'], gates=c.get('gates') or {},
+                           test=c['test'],
+                           if_significant=c['if_significant'])
+                      for c in rows])
+    for i, c, j in zip(members, rows, judged):
+      rendered, _, rest = c['measured'].partition(f'; {c["test"]}: p = ')
+      by_rate = rest.partition(BY_RATE)
+      out[i].update(p_adjusted=j['p_adjusted'], family_size=j['family_size'],
+                    verdict=j['verdict'], measured=rendered + j['tail'] + (
+                        by_rate[1] + by_rate[2] if by_rate[1] else ''))
   return out
 
 

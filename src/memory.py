@@ -228,12 +228,23 @@ def plain_gives_way(table: dict, model: str, lengths, window=LESSON_WINDOW,
            'the last doubling of steps at the length they failed)')
 
 
+def conditions(config, steps: int | None = None) -> str:
+  """The training a comparison of two models rests on, for its sentence:
+  the rate (or the grid each group's best was chosen from) and the steps."""
+  rates = config.rates
+  rate = (f'at one rate ({rates[0]:g})' if len(rates) == 1 else
+          'each at its best of rates ' + ', '.join(f'{r:g}' for r in rates))
+  return f'{rate}, after {steps or config.steps} steps'
+
+
 def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
-                       lengths, failed=None, curves=None) -> Claim:
+                       lengths, failed=None, curves=None,
+                       trained: str = '') -> Claim:
   """Paired per-seed critical distances, a tie not a win, both solving the
   longest length censored (claims.COMPARISON). Did not hold says the gated
   net fell short: with `curves`, the gated seeds that fell short (`failed`:
-  {seed: length it failed}) must be trained out."""
+  {seed: length it failed}) must be trained out. `trained` (`conditions`):
+  the rate and steps, in the sentence: either verdict is theirs."""
   gates = {}
   if curves is not None:
     gates = gates_lib.learning_gate(stats.NOT_HELD, failures_trained_out(
@@ -241,7 +252,8 @@ def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
   spec = models_lib.get(gated)
   return Claim(
       f'Gating ({spec.architecture.upper()}, {spec.init_name}: {gated}) '
-      f'carries the symbol further than a plain RNN ({plain}).',
+      f'carries the symbol further than a plain RNN ({plain})'
+      + (f' {trained}' if trained else '') + '.',
       claims_lib.COMPARISON, GATING_FAMILY,
       dict(x=list(crit_gated), y=list(crit_plain), x_name=gated,
            y_name=plain, ceiling=max(lengths), digits=0,
@@ -284,9 +296,11 @@ def _short(failed, crit, crit_other) -> dict:
                                        crit_other) if a < b and f is not None}
 
 
-def memory_claims(table: dict, models, lengths, curves=None) -> list[Claim]:
+def memory_claims(table: dict, models, lengths, curves=None,
+                  trained: str = '') -> list[Claim]:
   """Every distance claim the models present allow, per model and pair;
-  with `curves` (curves.csv rows), a failure must be trained out."""
+  with `curves` (curves.csv rows), a failure must be trained out; `trained`
+  (`conditions`): the training the comparisons of two models rest on."""
   lengths = sorted(lengths)
   spec = models_lib.get
   out = [attention_at_100(table, m, lengths) for m in models
@@ -300,7 +314,7 @@ def memory_claims(table: dict, models, lengths, curves=None) -> list[Claim]:
   for gated in (m for m in models if spec(m).family == models_lib.GATED):
     for p in plain:
       out.append(gating_beats_plain(gated, p, crit[gated], crit[p], lengths,
-                                    failed[gated], curves))
+                                    failed[gated], curves, trained))
   attention = [m for m in models if spec(m).family == models_lib.ATTENTION]
   for m in (m for m in models if spec(m).family == models_lib.LINEAR):
     if attention:

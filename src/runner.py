@@ -189,7 +189,7 @@ def with_rate_verdicts(claims, by_rate) -> list[dict]:
     if verdicts:
       c = {**c, 'by_rate': verdicts}
       if len(set(verdicts.values())) > 1:
-        c['measured'] += '; verdict at each rate alone: ' + ', '.join(
+        c['measured'] += claims_lib.BY_RATE + ', '.join(
             f'{rate} {v}' for rate, v in verdicts.items())
     out.append(c)
   return out

@@ -21,6 +21,7 @@ TESTS = ['tests/test_stats.py', 'tests/test_verdicts.py', 'tests/test_claims.py'
          'test_rows_label_the_classes_by_their_first_symbol',
          'tests/test_tuning.py', 'tests/test_cost.py::test_fourfold_from',
          'tests/test_cost.py::test_crossover_of_a_known_polynomial',
+         'tests/test_cost.py::test_fourfold_past_the_declared_window',
          'tests/test_attention.py::test_uses_the_beam_rule',
          'tests/test_heads_induction.py::test_positive_control_verdicts',
          'tests/test_routing.py::'
@@ -69,8 +70,8 @@ MUTANTS = {
         "bar = min(e['null'] + e.get('margin', IMPOSSIBLE_MARGIN), 1.0)",
         'bar = 1.0'),
     'gates ignored (a failure still learning, one rate)': (
-        'src/claims.py', '  if direction in c.gates:\n    return '
-        'stats.INCONCLUSIVE\n', ''),
+        'src/claims.py', 'return stats.INCONCLUSIVE if direction in gates '
+        'else direction', 'return direction'),
     'comparison: ties counted as not ahead (the old rule)': (
         'src/claims.py', "  held = stats.binomial(w, w + l + z, 0.5, 'greater')",
         "  held = stats.binomial(w, w + l + z + n['ties'], 0.5, 'greater')"),
@@ -82,8 +83,17 @@ MUTANTS = {
         "p_held=stats.binomial(w + n['ties'], judged, 0.5, 'greater'),"),
     'Holm: raw p judged, not the adjusted one': (
         'src/claims.py',
-        'verdict = _decide(c, c.if_significant, p_adj, len(members))',
-        'verdict = _decide(c, c.if_significant, c.p, len(members))'),
+        "verdict = _verdict(m['seeds'], m['gates'], m['p_min'], direction, "
+        "p_adj,", "verdict = _verdict(m['seeds'], m['gates'], m['p_min'], "
+        "direction, m['p'],"),
+    'Holm: the tests that cannot decide kept in the family': (
+        'src/claims.py', 'can = [i for i, why in enumerate(whys) if not why]',
+        'can = list(range(len(members)))'),
+    'Holm: each run\'s family alone, not across the parts': (
+        'src/claims.py', "      families.setdefault(c['family'], []).append(i)"
+        "\n  out = [dict(c) for c in claims]", "      families.setdefault("
+        "(c['family'], c['measured']), []).append(i)\n  out = [dict(c) for c "
+        "in claims]"),
     'Holm: no step-down maximum': (
         'src/stats.py', 'running = max(running, min(1.0, (m - rank) * ps[i]))',
         'running = min(1.0, (m - rank) * ps[i])'),
@@ -91,12 +101,18 @@ MUTANTS = {
         'src/claims.py', 'running = min(running, ps[i] * m / (rank + 1))',
         'running = ps[i] * m / (rank + 1)'),
     'power: the underpowered check dropped': (
-        'src/claims.py', '  if size * c.p_min >= stats.ALPHA:',
+        'src/claims.py', '  if size * p_min >= stats.ALPHA:',
         '  if False:'),
-    'power: underpowered only in the direction the data lean': (
-        'src/claims.py', "c, test=t['test'], p=float(p), p_min=float(t['p_min_held']),",
-        "c, test=t['test'], p=float(p), p_min=float(t['p_min_held' if held "
-        "else 'p_min_not']),"),
+    'power: underpowered read from these data, not from the seeds': (
+        'src/claims.py', "p_min=float(t['p_best']),",
+        "p_min=float(t['p_min_held' if held else 'p_min_not']),"),
+    'power: the screen overrides a significant result': (
+        'src/claims.py', '  if p_adjusted < stats.ALPHA:\n    return '
+        'stats.INCONCLUSIVE if direction in gates else direction\n  if size '
+        '* p_min >= stats.ALPHA:\n    return stats.underpowered(seeds)\n',
+        '  if size * p_min >= stats.ALPHA:\n    return stats.underpowered('
+        'seeds)\n  if p_adjusted < stats.ALPHA:\n    return '
+        'stats.INCONCLUSIVE if direction in gates else direction\n'),
     # -- the rules
     'wall: L* back on the knife edge (fewer than half)': (
         'src/stats.py', "return n > 0 and binomial(k, n, 0.5, 'less') < alpha",
@@ -138,6 +154,11 @@ MUTANTS = {
         'experiments/induction.py',
         'successes=[stats.reaches(two[s], CONTROL) for s in seeds]',
         'successes=[True for s in seeds]'),
+    'routing: "cannot" judged on a model that never learned to route': (
+        'experiments/routing.py', "not_applicable='' if learned else (",
+        "not_applicable='' if True else ("),
+    'price at widths: judged short of the declared window too': (
+        'experiments/cost.py', '            if L >= start]', '            ]'),
     'routing: "cannot" judged against chance, not what routing allows': (
         'experiments/routing.py', '  ceiling = null(task)\n',
         '  ceiling = 1 / num_classes(task)\n'),

@@ -1,7 +1,9 @@
 """Every kind's test proven on known truth (src/calibration.py): under its
 null it decides the guarded direction in at most alpha of the simulated
 runs (plus Monte Carlo error), at every n the report uses; at its declared
-effect it decides often enough to be worth running (power at 32 seeds)."""
+effect it decides often enough to be worth running (power at 32 seeds); a
+family judged together (Holm, the tests that cannot decide left out) makes
+a false verdict anywhere in it in at most alpha of the runs."""
 
 import pytest
 
@@ -28,3 +30,30 @@ def test_under_its_null_a_kind_decides_at_most_alpha(scenario):
 def test_at_its_declared_effect_a_kind_has_power(scenario):
   key = 'held' if scenario.expects == calibration.HELD else 'not'
   assert calibration.rates(scenario, 32, RUNS)[key] >= 0.8
+
+
+FAMILIES = calibration.families()
+
+
+@pytest.mark.parametrize('family', FAMILIES,
+                         ids=[f'{f.name} ({f.guards})' for f in FAMILIES])
+def test_under_the_null_a_family_errs_at_most_alpha(family):
+  key = 'held' if family.guards == calibration.HELD else 'not'
+  decided = {n: calibration.family_rates(family, n, RUNS)[key]
+             for n in calibration.SIZES}
+  bound = calibration.tolerance(RUNS)
+  assert all(v <= bound for v in decided.values()), (decided, bound)
+
+
+def test_a_test_that_cannot_decide_leaves_its_family():
+  """Six comparisons tied in every pair and one ahead in the 7 pairs that
+  differ (p = 1/128 alone): held, as alone; were the six counted, Holm would
+  make it 7/128 = 0.055."""
+  from src import claims
+  tied = [calibration._tied_everywhere(None, 8) for _ in range(6)]
+  ahead = calibration._comparison([1.0] * 7 + [0.0], [0.0] * 8)
+  out = claims.judge(tied + [ahead])
+  assert [c.verdict for c in out[:6]] == ['inconclusive'] * 6
+  assert all('no pair differs' in c.measured for c in out[:6])
+  assert out[6].verdict == 'held' and out[6].family_size == 7
+  assert out[6].p_adjusted == pytest.approx(out[6].p)

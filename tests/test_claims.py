@@ -113,8 +113,9 @@ def test_capability_did_not_hold_only_trained_out_at_a_grid():
 
 @pytest.mark.parametrize('x,y,extra,expected', [
     ([50] * 8, [20] * 8, {}, 'held'),  # ahead in 8 of 8: p = 1/256
-    # Ties are no evidence either way: nothing could be concluded.
-    ([1.0] * 10, [1.0] * 10, {}, 'inconclusive (underpowered: 10 seeds)'),
+    # Ties are no evidence either way: nothing is concluded, though 10
+    # seeds could have (not underpowered: no pair differs).
+    ([1.0] * 10, [1.0] * 10, {}, 'inconclusive'),
     ([1.0] * 10, [1.0] * 10, {'ceiling': 1.0}, 'inconclusive'),  # censored
     # 5 ahead, 3 tied (not at the ceiling): decided on the 5, p = 1/32.
     ([100] * 5 + [50] * 3, [50] * 8, {'ceiling': 100}, 'held'),
@@ -176,12 +177,17 @@ def test_holm_within_each_family_only():
                       Claim('t', claims.THRESHOLD, 'g',
                             dict(values=[1.0] * 5, threshold=0.5))])
   assert [c.family_size for c in out] == [3, 3, 3, 1]
-  # 1/32 alone is held; in a family of 3 its Holm step is 3 x 1/32 > 0.05:
-  # no outcome of 5 seeds could clear it there.
-  assert out[3].verdict == 'held'
-  assert out[2].verdict == 'inconclusive (underpowered: 5 seeds)'
+  assert out[3].verdict == 'held'  # 1/32 alone
+  # Holm's last step multiplies by 1: 1/32 after two of 3/256 is held; a
+  # significant adjusted p stands, whatever the family's strictest step
+  # could have allowed 5 seeds.
+  assert out[2].verdict == 'held'
+  assert out[2].p_adjusted == pytest.approx(1 / 32)
   assert out[0].p_adjusted == pytest.approx(3 / 256)
   assert 'family of 3' in out[0].measured
+  # Three of 5 seeds: each 3 x 1/32 > 0.05 at best, whatever the data.
+  three = claims.judge([reliable(5) for _ in range(3)])
+  assert [c.verdict for c in three] == ['inconclusive (underpowered: 5 seeds)'] * 3
 
 
 def test_holm_decides_on_the_adjusted_p():
@@ -309,3 +315,22 @@ def test_a_role_is_one_of_three():
   with pytest.raises(ValueError, match='role'):
     Claim('s', claims.THRESHOLD, 'f', dict(values=[1.0], threshold=0.5),
           role='decorative')
+
+
+def test_a_family_is_judged_across_the_runs_that_measured_it():
+  """The same family in two runs (two parts of a report): each held alone
+  at p = 1/32, Holm over both makes it 1/16: inconclusive, and
+  underpowered (5 seeds in a family of two could not do better); a family
+  of one run only is as it was."""
+  five = lambda family: Claim('s', claims.SHAPE, family,
+                              dict(shows=[True] * 5))
+  part_a = [c.to_json() for c in claims.judge([five('f'), five('g')])]
+  part_b = [c.to_json() for c in claims.judge([five('f')])]
+  assert all(c['verdict'] == 'held' for c in part_a + part_b)
+  together = claims.judge_together(part_a + part_b)
+  f = [c for c in together if c['family'] == 'f']
+  assert [c['verdict'] for c in f] == ['inconclusive (underpowered: 5 seeds)'] * 2
+  assert all(c['p_adjusted'] == pytest.approx(1 / 16) for c in f)
+  assert all('Holm-adjusted 0.062 (family of 2)' in c['measured'] for c in f)
+  g, = [c for c in together if c['family'] == 'g']
+  assert g['verdict'] == 'held' and g['measured'] == part_a[1]['measured']

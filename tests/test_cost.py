@@ -62,6 +62,18 @@ def test_fourfold_from(ratios, start):
                              'ratio_per_doubling': ratios}) == start
 
 
+@pytest.mark.parametrize('ratios,held', [
+    ([2.9, 3.0, 3.5, 3.6, 3.9], True),  # short below the window: not judged
+    ([3.6, 3.7, 3.3, 3.9, 3.9], False),  # one doubling inside it short
+    ([2.0, 2.1, 2.5], False),  # no doubling tested inside the window
+])
+def test_fourfold_past_the_declared_window(ratios, held):
+  """Every doubling from the declared start (here 64) on, none before."""
+  lengths = [16 * 2**i for i in range(len(ratios) + 1)]
+  assert cost.fourfold_past({'lengths': lengths,
+                             'ratio_per_doubling': ratios}, 64) == held
+
+
 def test_abstract_count_equals_the_allocated_program():
   """Counting from shapes alone (the price at real widths) counts what the
   program with real arrays counts."""

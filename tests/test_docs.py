@@ -115,6 +115,7 @@ def test_reference_shows_the_calibration_of_every_scenario():
                     r'(.*?)\n<!-- end -->', reference, re.S)
   assert block, 'REFERENCE.md has no calibration block'
   rows = [line.split(' | ')[:2] for line in block.group(1).splitlines()[2:]]
-  assert rows == [[f'| {s.kind}', s.name] for s in calibration.scenarios()]
+  assert rows == ([[f'| {s.kind}', s.name] for s in calibration.scenarios()]
+                  + [['| a family', f.name] for f in calibration.families()])
   sizes = block.group(1).splitlines()[0]
   assert all(f'n={n}' in sizes for n in calibration.SIZES)

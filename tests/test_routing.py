@@ -214,6 +214,16 @@ def test_cannot_compute_is_judged_against_what_routing_allows():
   c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1',
                             _row([0.74, 0.75, 0.76] * 3 + [0.75]), flat, g))
   assert c['verdict'] == stats.HELD, c['measured']
+  # No seed learned even to route (all far below 0.75): not applicable, and
+  # held as soon as one seed reaches what routing allows.
+  stuck = [0.3, 0.45, 0.2, 0.4, 0.35] * 2
+  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1',
+                            _row(stuck), flat, g))
+  assert c['verdict'] == stats.NOT_APPLICABLE
+  assert 'no seed reached what routing allows' in c['measured']
+  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1',
+                            _row(stuck[:-1] + [0.71]), flat, g))
+  assert c['verdict'] == stats.HELD
 
 
 def test_more_reliably_decides_on_the_pairs_that_differ():
@@ -226,8 +236,10 @@ def test_more_reliably_decides_on_the_pairs_that_differ():
   assert c['verdict'] == stats.HELD and c['p'] == pytest.approx(0.5 ** 9)
   c = judge(routing._more_reliably(_config(), 'xor_fixed', 'attention h1',
                                    dense, 'transformer h1', dense, flat, g))
-  # both solve in every seed: no pair differs, no evidence either way
-  assert c['verdict'] == stats.underpowered(10)
+  # both solve in every seed: no pair differs, no evidence either way (10
+  # seeds could have decided: not underpowered)
+  assert c['verdict'] == stats.INCONCLUSIVE
+  assert 'no pair differs' in c['measured']
 
 
 def test_one_beam_rule_counts_only_the_solving_seeds():

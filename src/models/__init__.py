@@ -73,6 +73,9 @@ class ModelSpec:
   takes_horizon: its initialisation spreads time constants up to a horizon
     T_max (chrono); `build` then also takes `chrono_horizon`, the run's
     `--chrono_horizon`, which its recipe and HParams record.
+  log_depth: its form's sequential depth grows like log L (an associative
+    scan, running sums over chunks), which `cost` checks (a side claim
+    about the implementation); a form that walks the positions has none.
   """
   name: str
   family: Family
@@ -90,6 +93,7 @@ class ModelSpec:
   layered: bool = False
   state_floats: Callable[[int, int, int, int], float] | None = None
   takes_horizon: bool = False
+  log_depth: bool = False
 
   def step_work(self, length: int) -> float:
     """Relative cost of a training step at `length`, for the progress ETA:
@@ -402,6 +406,7 @@ register(ModelSpec(
     color='#9467bd', architecture='linear_attention',
     form='chunks of 64: C x C feature products within a chunk, running '
     'sums between chunks (the L x L grid only when weights are asked for)',
+    log_depth=True,
     activations=footprint.linear_attention_activations, has_attention=True,
     layered=True, state_floats=footprint.linear_attention_state))
 register(ModelSpec(
@@ -413,7 +418,7 @@ register(ModelSpec(
          '0.999, phase U(0, pi/10), gamma = sqrt(1 - |lambda|^2), B and C '
          'complex Glorot-normal, D N(0, 1); GLU Flax default',
     init_name='ring', color='#e377c2', architecture='lru',
-    form='an associative scan over positions',
+    form='an associative scan over positions', log_depth=True,
     activations=footprint.lru_activations, layered=True,
     state_floats=footprint.lru_state))
 register(ModelSpec(
@@ -427,7 +432,7 @@ register(ModelSpec(
          'appendix code and of minimal-LRU): fast units beside slow ones',
     init_name='unit disk',
     color='#f7b6d2', architecture='lru',
-    form='an associative scan over positions',
+    form='an associative scan over positions', log_depth=True,
     activations=footprint.lru_activations, layered=True,
     state_floats=footprint.lru_state))
 register(ModelSpec(
