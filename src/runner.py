@@ -459,7 +459,8 @@ TENSORBOARD_URL = 'http://localhost:6006/?smoothing=0#timeseries'
 def tensorboard_lines(workdir) -> str:
   """The commands and the URL that open what a run wrote."""
   return (f'\nTensorBoard, the finding first: tensorboard --logdir '
-          f'{workdir}/tb/overview\n  then open {TENSORBOARD_URL}\n'
+          f'{workdir}/tb/overview\n  then open {TENSORBOARD_URL} (no '
+          f'smoothing; its bare address smooths by 0.6)\n'
           f'every group and seed: tensorboard --logdir {workdir}/tb')
 
 

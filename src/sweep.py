@@ -12,6 +12,8 @@ TensorBoard, two logdirs:
                          model/<model> its solved line alone), its test accuracy
                          and solved fraction over training, one tag per
                          length (training/accuracy_L010, training/solved_L010)
+    axis_0/, axis_1/     flat at 0 and at 1 in every finding chart, so that
+                         each spans 0 to 1 on first open (AXIS_GUIDES)
     (the root run)       the figures, the verdicts (a markdown table) and
                          the config, as text
   tb/                    every group and seed:
@@ -45,6 +47,12 @@ from src import train as train_lib
 
 CURVE_COLUMNS = ['group', 'model', 'length', 'seed', 'learning_rate', 'step',
                  'train_loss', 'train_accuracy', 'test_accuracy']
+# Two runs of tb/overview beside the models', flat at 0 and at 1 at every
+# length of the finding charts: TIME SERIES scales a chart to the 5th-95th
+# percentile of its points ("Ignore outliers", on by default), which drops
+# a lone lowest or highest point (a model at 0 solved, one at 1); with every
+# length at 0 and at 1 twice over, each finding chart spans 0 to 1.
+AXIS_GUIDES = {'axis_0': 0.0, 'axis_1': 1.0}
 # The HParams metrics of every training group (seed means at the end).
 HPARAM_METRICS = ('test/accuracy', 'test/solved_fraction')
 OVERVIEW = 'overview'  # the logdir, under tb/, to open first
@@ -221,9 +229,28 @@ class Sweep:
       # A chart colours a run by its place in TensorBoard's run list (by
       # first event, colours in turn): the overview's runs start here, one
       # after another, so the lines of a chart differ in colour.
-      for run in dict.fromkeys(series_of(g) for g in self.groups):
+      series = list(dict.fromkeys(series_of(g) for g in self.groups))
+      for run in series:
         record.tb_writer(run_dir.path / 'tb' / OVERVIEW / run,
                          filename_suffix='.start').close()
+      if self.final_by_length:
+        self._axis_guides(series, sorted({g.length for g in self.groups}))
+
+  def _axis_guides(self, series, lengths) -> None:
+    """AXIS_GUIDES in every finding chart, at every length (written again,
+    not twice, by a rerun)."""
+    tags = ['finding/accuracy', 'finding/solved'] + [
+        f'finding/solved_by_model/{s}' for s in series]
+    for run, value in AXIS_GUIDES.items():
+      folder = self.run_dir.path / 'tb' / OVERVIEW / run
+      for old in folder.glob('*.guide') if folder.exists() else []:
+        old.unlink()
+      writer = record.tb_writer(folder, describe=self.describe,
+                                filename_suffix='.guide')
+      for tag in tags:
+        for L in lengths:
+          writer.add_scalar(tag, value, L)
+      writer.close()
 
   def _count(self, group, upto: int, text: str, *,
              done_before: bool = False) -> None:

@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from experiments import distance
-from src import record, stats
+from src import record, stats, sweep
 from tests import tensorboard_server as tb
 from tests.helpers import ROOT, read_csv, run_py
 
@@ -110,8 +110,10 @@ def test_the_run_says_what_to_open(run):
 
 def test_overview_is_a_run_per_model(overview, models, run):
   """Few runs (TensorBoard's legacy tabs tick them all up to 40), one per
-  model and the root with the text and figures."""
-  assert set(overview.get('/data/runs')) == {'.', *models}
+  model, the root with the text and figures, and the two axis guides, flat
+  at 0 and 1 at every length of every finding chart."""
+  assert set(overview.get('/data/runs')) == {'.', *models,
+                                             *sweep.AXIS_GUIDES}
   tags = overview.get('/data/plugin/scalars/tags')
   lengths = [f'L{L:03d}' for L in run[2]['lengths']]
   for m in models:
@@ -119,6 +121,14 @@ def test_overview_is_a_run_per_model(overview, models, run):
         'finding/accuracy', 'finding/solved', f'finding/solved_by_model/{m}',
         *(f'training/{what}_{L}' for what in ('accuracy', 'solved')
           for L in lengths)}
+  findings = {'finding/accuracy', 'finding/solved',
+              *(f'finding/solved_by_model/{m}' for m in models)}
+  for guide, value in sweep.AXIS_GUIDES.items():
+    assert set(tags[guide]) == findings
+    for tag in findings:
+      points = overview.get('/data/plugin/scalars/scalars', run=guide, tag=tag)
+      assert [(p[1], p[2]) for p in points] == [
+          (L, value) for L in run[2]['lengths']]
 
 
 def test_finding_against_length(run, overview, models):
@@ -247,20 +257,38 @@ def _card(dom: str, tag: str) -> str:
   return dom[start:end if end > 0 else None]
 
 
+def _y_ticks(card: str) -> list[float]:
+  """The y axis's tick labels of a rendered line chart card."""
+  axis = card[card.index('class="axis y-axis"'):]
+  axis = axis[:axis.index('</line-chart-axis>')]
+  return [float(t) for t in re.findall(r'<text[^>]*>\s*([-0-9.e]+)\s*</text>',
+                                       axis)]
+
+
 @needs_browser
 def test_browser_opens_on_the_finding(overview, models, tmp_path):
-  """The URL the run prints, as Chromium draws it: the finding's cards with
-  every model ticked, a line per model in a colour of its own, labelled by
-  model in the card's table; each model's line alone in a card too."""
+  """The URL the run prints, as Chromium draws it with TensorBoard's
+  defaults (Ignore outliers on): every finding card spans 0 to 1 (here every
+  seed solves: without the axis guides the charts would show 1 alone) and
+  shows every model, each in a colour of its own and named in the card's
+  table; each model's line alone in a card too."""
   # Tall enough that every card is in view (TensorBoard draws only those).
   dom = tb.render(overview.url + tb.VIEW + '#timeseries', tmp_path / 'p',
                   size=(1400, 3000))
-  solved = _card(dom, 'finding/solved')
-  colours = re.findall(r'<path d="M[^"]*" style="fill: none; stroke: '
-                       r'(rgb\([^)]*\))', solved)
-  assert len(colours) == len(set(colours)) == len(models)
-  table = re.sub(r'<[^>]+>', ' ', solved[solved.index('<tb-data-table'):])
-  assert all(f' {m} ' in table for m in models)
+  line = r'<path d="M[^"]*" style="fill: none; stroke: (rgb\([^)]*\))'
+  for tag in ('finding/accuracy', 'finding/solved'):
+    card = _card(dom, tag)
+    ticks = _y_ticks(card)
+    assert min(ticks) == 0 and max(ticks) == 1, (tag, ticks)
+    colours = re.findall(line, card)
+    assert len(colours) == len(set(colours)) == len(models) + len(
+        sweep.AXIS_GUIDES)
+    table = re.sub(r'<[^>]+>', ' ', card[card.index('<tb-data-table'):])
+    assert all(f' {m} ' in table for m in models)
   for m in models:
     alone = _card(dom, f'finding/solved_by_model/{m}')
-    assert len(re.findall(r'<path d="M[^"]*" style="fill: none', alone)) == 1
+    ticks = _y_ticks(alone)
+    assert min(ticks) == 0 and max(ticks) == 1, (m, ticks)
+    assert len(re.findall(line, alone)) == 1 + len(sweep.AXIS_GUIDES)
+    table = re.sub(r'<[^>]+>', ' ', alone[alone.index('<tb-data-table'):])
+    assert f' {m} ' in table
