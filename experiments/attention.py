@@ -464,7 +464,7 @@ class Attention(experiment.Experiment):
             f'{final["pos0_mass"][:, 0].mean():.3f}  B '
             f'{final["pos0_mass"][:, 1].mean():.3f}  accuracy '
             f'{final["accuracy"].mean():.3f}  {timing.wall_s:.1f}s '
-            f'(compile {timing.compile_s:.1f}s)')
+            f'({timing.compile_text})')
 
   def print_table(self, config, summary) -> None:
     for model, by_length in summary['models'].items():

@@ -22,6 +22,7 @@ import dataclasses
 import numpy as np
 
 from src import experiment
+from src import gates as gates_lib
 from src import memory
 from src import models as models_lib
 from src import record
@@ -108,23 +109,44 @@ class Distance(experiment.Experiment):
 
   def figure(self, config, summary, rows, data, folder, writer):
     plt = record.pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    from matplotlib.lines import Line2D
+    fig, ax = plt.subplots(figsize=(9.5, 5.4))
     lengths = sorted(config.lengths)
     n = len(config.models)
+    handles, learning = [], 0
     for i, model in enumerate(config.models):
       color = models_lib.get(model).color
+      style = record.LINE_STYLES[i % len(record.LINE_STYLES)]
+      marker = record.MARKERS[i % len(record.MARKERS)]
       g = {x['length']: x for x in summary['groups'] if x['model'] == model}
       offset = OFFSET * (i - (n - 1) / 2)
       x = record.offset_x(lengths, offset)
-      # The mean a thin line, each seed a mark above it: no seed hides.
+      # The mean a line, each seed a mark above it: no seed hides; the
+      # models in their order, the first (the headline's) drawn on top.
       ax.plot(x, [g[L]['mean_accuracy'] for L in lengths], color=color,
-              lw=1.2, ls=record.LINE_STYLES[i % len(record.LINE_STYLES)],
-              zorder=2, label=model)
-      record.seed_dots(ax, lengths,
-                       [g[L]['accuracy_per_seed'] for L in lengths], color,
-                       offset=offset,
-                       marker=record.MARKERS[i % len(record.MARKERS)])
-    ax.axhline(0.5, color='k', ls=':', lw=1, label='chance')
+              lw=2.0 if i == 0 else 1.2, ls=style, zorder=2 + (n - i) / n)
+      for L, xi in zip(lengths, x):
+        acc = np.asarray(g[L]['accuracy_per_seed'], float)
+        moving = still_learning(data.curves, model, L, config.steps)
+        still = np.array([s in moving for s in range(acc.size)], bool) | (
+            acc < below_chance(config.eval_examples))
+        learning += int(still.sum())
+        ax.scatter(np.full(int((~still).sum()), xi), acc[~still], s=18,
+                   color=color, alpha=0.6, marker=marker, edgecolors='none',
+                   zorder=5)
+        ax.scatter(np.full(int(still.sum()), xi), acc[still], s=30,
+                   facecolors='none', edgecolors=color, marker=marker,
+                   linewidths=1.2, zorder=5)
+      handles.append(Line2D([], [], color=color, ls=style, marker=marker,
+                            lw=2.0 if i == 0 else 1.2, label=model))
+    ax.axhline(0.5, color='k', ls=':', lw=1)
+    handles.append(Line2D([], [], color='k', ls=':', lw=1,
+                          label='chance (0.5)'))
+    if learning:
+      handles.append(Line2D([], [], color='gray', ls='', marker='o',
+                            markerfacecolor='none', label=(
+                                f'open: not settled at the end ({learning}:'
+                                ' loss still falling, or below chance)')))
     ax.set_xscale('log')
     ax.set_xticks(lengths)
     ax.set_xticklabels([str(L) for L in lengths])
@@ -135,8 +157,8 @@ class Distance(experiment.Experiment):
     ax.set_ylabel('test accuracy (fresh strings)')
     ax.set_title(f'Memory task: each of {config.seeds} seeds (marks) and the '
                  f'mean (line); {config.steps} steps x {config.batch_size} '
-                 'strings', fontsize=9)
-    ax.legend(loc='lower left', fontsize=7)
+                 'strings', fontsize=10)
+    ax.legend(handles=handles, loc='lower left', fontsize=8)
     ax.grid(alpha=0.3)
     record.save_figure(fig, folder / FIGURE, writer, 'figures/distance')
 
@@ -154,7 +176,31 @@ class Distance(experiment.Experiment):
     print(f'\nMean test accuracy and seeds solved (>= {stats.SOLVED}) by '
           f'length ({config.seeds} seeds):')
     print(record.table(rows, ['model'] + [f'L={L}' for L in lengths]
-                       + ['critical (median, interval)']))
+                       + ['critical (median, 95% interval)']))
+
+
+def below_chance(strings: int) -> float:
+  """An accuracy this far under 0.5 on `strings` test strings (three
+  standard errors) is no coin: the seed answers the other symbol, in
+  transition."""
+  return 0.5 - 3 * np.sqrt(0.25 / strings)
+
+
+def still_learning(curves, model: str, length: int, steps: int) -> set:
+  """The seeds of a group that did not solve it and were still learning at
+  its end: their loss fell by FLAT or more over the last doubling of steps
+  (`gates.trained_out`, seed by seed; none where no curve is recorded)."""
+  mine = [r for r in curves if r['model'] == model
+          and int(r['length']) == length]
+  out = set()
+  for s in sorted({int(r['seed']) for r in mine}):
+    last = [r for r in mine if int(r['seed']) == s and int(r['step']) == steps]
+    if last and last[0]['test_accuracy'] != '' and stats.solved(
+        float(last[0]['test_accuracy'])):
+      continue
+    if not gates_lib.trained_out(mine, [s], steps)['flat']:
+      out.add(s)
+  return out
 
 
 EXPERIMENT = Distance()

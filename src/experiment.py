@@ -168,9 +168,19 @@ class Timing:
   """What a trained group cost, and its state, for its rows."""
   steps: int  # the budget it was measured after
   wall_s: float  # training (this process) and measuring
-  compile_s: float
+  compile_s: float  # how long training waited for its programs
   num_params: int
   diverged: np.ndarray  # per seed: a non-finite loss at some step
+  compiled_s: float = 0.0  # compiling its programs, in whichever thread
+
+  @property
+  def compile_text(self) -> str:
+    """The compiles in a progress line: their time, and how much of it
+    training waited for (none where they ran ahead, beside the group
+    before)."""
+    return (f'compile {self.compiled_s:.1f}s, '
+            + (f'{self.compile_s:.1f}s of it waited' if self.compile_s >= 0.05
+               else 'ahead of training'))
 
 
 # -- what an experiment is -------------------------------------------------------

@@ -70,8 +70,8 @@ def line(group, final, config, timing) -> str:
   solved = stats.solved_fraction(acc)
   return (f'{group.model:>12s} L={group.length:<4d} acc {acc.mean():.3f} '
           '(seeds ' + ' '.join(f'{a:.2f}' for a in acc) + f')  solved '
-          f'{solved["k"]}/{solved["n"]}  {timing.wall_s:5.1f}s (compile '
-          f'{timing.compile_s:.1f}s)'
+          f'{solved["k"]}/{solved["n"]}  {timing.wall_s:5.1f}s '
+          f'({timing.compile_text})'
           + (f'  DIVERGED {int(timing.diverged.sum())}'
              if timing.diverged.any() else ''))
 

@@ -319,15 +319,27 @@ class RunDir:
     return self
 
   def _take_lock(self) -> None:
-    self._lock = open(os.path.join(self.path, LOCK_FILE), 'a+')
-    try:
-      fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-      self._lock.seek(0)
-      holder = self._lock.read().strip() or 'another process'
+    """The workdir's lock file, created and locked (flock); `close` removes
+    it, so a finished run leaves none. A file removed between our open and
+    our lock is not the lock any more: open the new one."""
+    name = os.path.join(self.path, LOCK_FILE)
+    while True:
+      self._lock = open(name, 'a+')
+      try:
+        fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      except BlockingIOError:
+        self._lock.seek(0)
+        holder = self._lock.read().strip() or 'another process'
+        self._lock.close()
+        raise ConfigError(f'--workdir: {self.path} is in use by {holder}; '
+                          'wait for it to finish or pass another --workdir'
+                          ) from None
+      try:
+        if os.stat(name).st_ino == os.fstat(self._lock.fileno()).st_ino:
+          break
+      except FileNotFoundError:
+        pass
       self._lock.close()
-      raise ConfigError(f'--workdir: {self.path} is in use by {holder}; wait '
-                        'for it to finish or pass another --workdir') from None
     self._lock.seek(0)
     self._lock.truncate()
     self._lock.write(f'pid {os.getpid()}\n')
@@ -335,6 +347,10 @@ class RunDir:
 
   def close(self) -> None:
     if self._lock is not None:
+      try:  # removed while held: no other process can hold it meanwhile
+        os.unlink(self._lock.name)
+      except FileNotFoundError:
+        pass
       fcntl.flock(self._lock, fcntl.LOCK_UN)
       self._lock.close()
       self._lock = None

@@ -26,6 +26,7 @@ from src import claims as claims_lib
 from src import experiment
 from src import record
 from src import rundir
+from src import stats
 from src import storage
 from src import streams
 from src import sweep
@@ -58,6 +59,7 @@ def run(module, config, run_dir, *, stop=None) -> dict:
     sweeper.progress.say(f'nothing to do: {len(groups)} groups already '
                          'finished (their rows are in results.csv); below, '
                          'the summary of what they recorded')
+    sweeper.progress.quiet = True  # no bar over work found done
   if queue:  # the first compiles while the main thread initialises it
     ahead.prepare(queue[0], todo[queue[0].name])
   try:
@@ -339,7 +341,8 @@ def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
   for r, rate in enumerate(rates):
     timing = experiment.Timing(budget, wall_s, ensemble.compile_s,
                                ensemble.num_params,
-                               ensemble.at_rate(diverged, r))
+                               ensemble.at_rate(diverged, r),
+                               ensemble.compiled_s)
     rows = module.rows(g, ensemble.at_rate(final, r), config, timing)
     valid = (None if validation is None
              else ensemble.at_rate(validation, r))
@@ -361,7 +364,8 @@ def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
       g, ensemble.at_rate(final, selected), config,
       experiment.Timing(budget, wall_s, ensemble.compile_s,
                         ensemble.num_params,
-                        ensemble.at_rate(diverged, selected)))
+                        ensemble.at_rate(diverged, selected),
+                        ensemble.compiled_s))
       + (f' (lr {rates[selected]:g} of {len(rates)})'
          if len(rates) > 1 else ''))
   return ensemble.rate_first(params, selected)
@@ -494,7 +498,11 @@ def claim_line(c: dict) -> str:
   count that decides it and p (Holm-adjusted where it was tested); the
   per-seed numbers are in summary.json and REPORT.md."""
   p = c.get('p_adjusted') if c.get('p_adjusted') is not None else c.get('p')
-  said = '; '.join(x for x in (claims_lib.headline(c),
+  # An inconclusive comparison says which way its pairs lean, where they do.
+  lean = (f'leans {c["if_significant"]}' if c['verdict'].startswith(
+      stats.INCONCLUSIVE) and c.get('kind') == claims_lib.COMPARISON
+          and c.get('p') is not None and c['p'] < 0.5 else None)
+  said = '; '.join(x for x in (claims_lib.headline(c), lean,
                                None if p is None else f'p {p:.2g}') if x)
   role = {claims_lib.SIDE: ' [side claim]',
           claims_lib.SANITY: ' [sanity check: not counted]'}.get(

@@ -233,6 +233,7 @@ class Ensemble:
     rates[:self.num_members] = np.repeat(self.learning_rates, num_seeds)
     self._rates = self.place(rates)
     self.compile_s = 0.0  # what the caller waited for programs
+    self.compiled_s = 0.0  # compiling them, in whichever thread
     self._compiled = {}  # name -> Future of the compiled program
     self._lock = threading.Lock()
 
@@ -312,6 +313,8 @@ class Ensemble:
       try:
         future.set_result(
             jax.jit(fn, donate_argnums=donate).lower(*args).compile())
+        with self._lock:
+          self.compiled_s += time.perf_counter() - start
       except BaseException as e:
         with self._lock:
           del self._compiled[name]  # a later call tries again, and raises

@@ -74,6 +74,7 @@ def test_every_output_the_readme_promises(run, groups):
                'groups.json', 'table.txt', 'distance.png'):
     assert (folder / name).is_file(), name
   assert (folder / 'tb' / 'overview').is_dir()
+  assert not (folder / '.lock').exists()  # released and removed at the end
   checkpoints = folder.parent.parent / 'checkpoints' / 'distance'
   assert (checkpoints / 'owner.json').is_file()
   for g in groups:
@@ -95,6 +96,7 @@ def test_every_output_the_readme_promises(run, groups):
   again = run_py(*readme_first_command(), *SMALL, cwd=folder.parent.parent)
   assert again.returncode == 0, again.stderr[-3000:]
   assert 'nothing to do: ' in again.stdout + again.stderr
+  assert '%  ' not in again.stderr  # no progress bar over work found done
 
 
 def test_the_run_says_what_to_open(run):
