@@ -29,6 +29,7 @@ from src import experiment
 from src import gates as gates_lib
 from src import runner
 from src import models as models_lib
+from src import power as power_lib
 from src import provenance
 from src import record
 from src import stats
@@ -263,10 +264,10 @@ def merge_claims(parts) -> list[dict]:
     figure = f'{name}/{section(name)[1]}'
     for c in claims:
       text = c['claim'] + runner.claim_setting(c)
-      # The plan's power for this row (`claims.plan`), from what its
+      # The plan's power for this row (`power.plan`), from what its
       # summary records: a row under POWER_WANTED answers nothing.
       # One rate where "cannot" needs a grid: no power to hold it.
-      power = 1.0 if c.get('p') is None else claims_lib.power(
+      power = 1.0 if c.get('p') is None else power_lib.power(
           c.get('kind', ''), int(c.get('seeds') or 0),
           int(c.get('family_size') or 1), rate=(c.get('evidence') or {}).get(
               'rate', claims_lib.RELIABLE_RATE),
@@ -276,7 +277,7 @@ def merge_claims(parts) -> list[dict]:
         out.append(dict(experiment=name, claim=text, verdict=c['verdict'],
                         role=c.get('role', claims_lib.LESSON),
                         label=row_label(c),
-                        powered={name: power >= claims_lib.POWER_WANTED},
+                        powered={name: power >= power_lib.POWER_WANTED},
                         measured=c['measured'], note=c.get('note', ''),
                         kind=c.get('kind', ''), test=c.get('test', ''),
                         p=c.get('p'), p_adjusted=c.get('p_adjusted'),
@@ -289,7 +290,7 @@ def merge_claims(parts) -> list[dict]:
       first['experiment'] += f' + {name}'
       first['measured'] += f'; measured again by {name}: {c["measured"]}'
       first['verdicts'][name] = c['verdict']
-      first['powered'][name] = power >= claims_lib.POWER_WANTED
+      first['powered'][name] = power >= power_lib.POWER_WANTED
       if len(set(first['verdicts'].values())) > 1:
         first['verdict'] = '; '.join(f'{v} ({p})'
                                      for p, v in first['verdicts'].items())
@@ -598,7 +599,7 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
   out += ['## The scorecard', '', scorecard(claims), '',
           'Each answer comes from the rows that test the lesson\'s own '
           'sentence, per family, in the parts whose plan gives them at least '
-          f'{claims_lib.POWER_WANTED:.0%} power (`--only_check_args` prints '
+          f'{power_lib.POWER_WANTED:.0%} power (`--only_check_args` prints '
           'the plan); "split" only where two such parts disagree.', '',
           '### Side claims', '', side_claims(claims), '',
           'Each claim is judged from its experiment\'s own summary.json by '

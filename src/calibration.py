@@ -135,7 +135,7 @@ MARGIN = claims_lib.AS_FAR_MARGIN
 
 def scenarios() -> list[Scenario]:
   """Every kind under its nulls (each direction's boundary) and at its
-  declared effect (claims.EFFECTS)."""
+  declared effect (power.EFFECTS)."""
   S = Scenario
   out = []
   for guards in (HELD, NOT):  # the median exactly at the threshold
@@ -176,7 +176,7 @@ def scenarios() -> list[Scenario]:
       S(claims_lib.IMPOSSIBILITY, f'every seed at the null {NULL}',
         lambda r, n: _capability(_accuracies(r, n, NULL),
                                  claims_lib.IMPOSSIBILITY), NOT),
-      # The declared effects (claims.EFFECTS): what the power plan assumes.
+      # The declared effects (power.EFFECTS): what the power plan assumes.
       S(claims_lib.THRESHOLD, 'effect: above in 4 seeds of 5 (bimodal)',
         lambda r, n: _threshold(_bimodal_at(r, n, 0.8)), expects=HELD),
       S(claims_lib.COMPARISON, 'effect: ahead in 4 of 5 pairs that differ',

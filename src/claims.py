@@ -37,7 +37,7 @@ not learn the task (`not_applicable`: why, with its accuracy) is judged
 
 The `measured` text is rendered from the evidence (`render`); no number is
 typed into a sentence by hand. The same constructors, given placeholder
-evidence before the run, give the power plan (`power`, `plan`).
+evidence before the run, give the power plan (`src/power.py`).
 """
 
 import dataclasses
@@ -46,7 +46,6 @@ import math
 import numpy as np
 
 from src import evidence as evidence_lib
-from src import gates as gates_lib
 from src import stats
 
 
@@ -68,16 +67,6 @@ IMPOSSIBLE_MARGIN = evidence_lib.IMPOSSIBLE_MARGIN
 # seed in five to fail.
 AS_FAR_MARGIN = 1 - RELIABLE_RATE
 
-# The effects the power plan assumes, one per kind, fixed before any run.
-EFFECTS = {
-    THRESHOLD: 'past the threshold in 4 seeds of 5',
-    RELIABILITY: 'a true rate of 0.98 (one seed in 50 fails)',
-    CAPABILITY: 'half the seeds succeed',
-    IMPOSSIBILITY: 'every seed at the null, trained out',
-    COMPARISON: 'the first ahead in 4 seeds of 5, behind in the fifth',
-    SHAPE: 'the shape in 9 seeds of 10',
-}
-POWER_WANTED = 0.8
 
 
 @dataclasses.dataclass
@@ -600,63 +589,3 @@ def headline(c: dict) -> str:
   if kind == SHAPE and 'shows' in e:
     return f'{sum(bool(x) for x in e["shows"])} of {len(e["shows"])} seeds'
   return ''
-
-
-# -- power, before the run --------------------------------------------------------------
-
-def power(kind: str, n: int, family_size: int = 1, *,
-          rate: float = RELIABLE_RATE, alpha: float = stats.ALPHA,
-          gated: bool = False) -> float:
-  """The chance that a claim of `kind` on `n` seeds says its direction at
-  the kind's declared effect (EFFECTS), at Holm's strictest step (alpha /
-  family_size). `gated`: the direction needs what one run cannot give (a
-  rate grid for "cannot"): 0."""
-  if gated or n == 0:
-    return 0.0
-  a = alpha / family_size
-  if kind == THRESHOLD:
-    return _binomial_power(n, 0.5, 0.8, a)
-  if kind == RELIABILITY:
-    return _binomial_power(n, rate, 0.98, a)
-  if kind == CAPABILITY:
-    return 1 - 0.5 ** n
-  if kind == IMPOSSIBILITY:
-    return 1.0
-  if kind == COMPARISON:
-    return _binomial_power(n, 0.5, 0.8, a)
-  return _binomial_power(n, 0.5, 0.9, a)
-
-
-def _binomial_power(n: int, null: float, true: float, alpha: float) -> float:
-  """P(the exact one-sided binomial test against `null` rejects) at a true
-  rate `true`."""
-  need = next((k for k in range(n + 1)
-               if stats.binomial(k, n, null, 'greater') < alpha), None)
-  return 0.0 if need is None else float(stats.sps().binom.sf(need - 1, n, true))
-
-
-def plan(claims: list[Claim]) -> list[dict]:
-  """Per family and kind: the seeds, the family's size and the power at the
-  kind's declared effect. `claims`: placeholder claims (their evidence has
-  the run's seeds, its values are not read)."""
-  sizes = {}
-  for c in claims:
-    sizes[c.family] = sizes.get(c.family, 0) + 1
-  out, seen = [], set()
-  for c in claims:
-    if c.evidence.get('exact'):  # counted: nothing to plan
-      continue
-    key = (c.family, c.kind, c.seeds, tuple(sorted(c.gates)))
-    if key in seen:
-      continue
-    seen.add(key)
-    # One rate is known before the run; a failure still learning is not.
-    gated = c.gates.get(stats.HELD) == gates_lib.ONE_RATE
-    out.append(dict(family=c.family, kind=c.kind, seeds=c.seeds,
-                    family_size=sizes[c.family],
-                    power=power(c.kind, c.seeds, sizes[c.family],
-                                rate=c.evidence.get('rate', RELIABLE_RATE),
-                                gated=gated),
-                    effect=EFFECTS[c.kind],
-                    why=c.gates.get(stats.HELD, '') if gated else ''))
-  return out

@@ -19,6 +19,7 @@ import numpy as np
 
 from src import claims as claims_lib
 from src import models as models_lib
+from src import power as power_lib
 from src import tasks as tasks_lib
 from src import config as config_lib
 from src import train as train_lib
@@ -364,11 +365,11 @@ class Composite(Experiment):
 
 
 def power_plan(module, config) -> list[dict]:
-  """The power of every claim the run will judge (`claims.plan`), from the
+  """The power of every claim the run will judge (`power.plan`), from the
   experiment's claims built on placeholder data of the run's shape
   (`module.planned_claims(config)`): the same constructors as the real ones,
   so the plan cannot drift from the claims."""
-  return claims_lib.plan(module.planned_claims(config))
+  return power_lib.plan(module.planned_claims(config))
 
 
 def power_warning(module, config) -> str | None:
@@ -381,7 +382,7 @@ def power_warning(module, config) -> str | None:
     return None
   lines = []
   for r in rows:
-    weak = r['power'] < claims_lib.POWER_WANTED
+    weak = r['power'] < power_lib.POWER_WANTED
     lines.append(
         f'{"warning: low power: " if weak else "power: "}"{r["family"]}" '
         f'({r["kind"]}, {r["seeds"]} seeds, family of {r["family_size"]}): '

@@ -10,6 +10,7 @@ from scipy import optimize
 from scipy import stats as sps
 
 from src import claims, stats, tasks
+from src import power
 from src import gates as gates_lib
 from src.claims import Claim
 
@@ -216,19 +217,19 @@ def test_benjamini_hochberg_by_hand():
 
 def test_power_at_the_declared_effects():
   # Reliability at 0.8, a true 0.98: at 24 seeds 23 or more must succeed.
-  assert claims.power(claims.RELIABILITY, 24) == pytest.approx(
+  assert power.power(claims.RELIABILITY, 24) == pytest.approx(
       sps.binom.sf(22, 24, 0.98))
-  assert claims.power(claims.RELIABILITY, 8) == 0.0  # 8 of 8: p = 0.17
+  assert power.power(claims.RELIABILITY, 8) == 0.0  # 8 of 8: p = 0.17
   # Comparison, a true 4 in 5 ahead, against 1/2.
   need = next(k for k in range(17) if stats.binomial(k, 16, 0.5,
                                                      'greater') < 0.05)
-  assert claims.power(claims.COMPARISON, 16) == pytest.approx(
+  assert power.power(claims.COMPARISON, 16) == pytest.approx(
       sps.binom.sf(need - 1, 16, 0.8))
   # Holm's strictest step: a family of 4 halves what 8 seeds can do.
-  assert claims.power(claims.SHAPE, 8, 4) < claims.power(claims.SHAPE, 8)
-  assert claims.power(claims.IMPOSSIBILITY, 8, gated=True) == 0.0
+  assert power.power(claims.SHAPE, 8, 4) < power.power(claims.SHAPE, 8)
+  assert power.power(claims.IMPOSSIBILITY, 8, gated=True) == 0.0
   # Threshold: the sign test at a true 4 in 5 past the threshold.
-  assert claims.power(claims.THRESHOLD, 16) == pytest.approx(
+  assert power.power(claims.THRESHOLD, 16) == pytest.approx(
       sps.binom.sf(need - 1, 16, 0.8))
 
 
@@ -237,9 +238,9 @@ def test_the_plan_reads_the_claims_it_will_judge():
              Claim('b', claims.IMPOSSIBILITY, 'g',
                    dict(accuracy=[0.5] * 8, strings=64, null=0.5),
                    gates=gates_lib.grid_gate('held', (3e-3,)))]
-  rows = claims.plan(planned)
+  rows = power.plan(planned)
   assert [(r['family'], r['seeds']) for r in rows] == [('f', 24), ('g', 8)]
-  assert rows[0]['power'] == pytest.approx(claims.power(claims.RELIABILITY,
+  assert rows[0]['power'] == pytest.approx(power.power(claims.RELIABILITY,
                                                         24))
   assert rows[1]['power'] == 0.0 and 'learning_rates' in rows[1]['why']
 

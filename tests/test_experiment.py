@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 from src import claims
+from src import power
 from tests.helpers import ROOT, assert_figure, read_csv, scalars, run_script
 
 # A throwaway experiment: attention at two lengths; it measures the weight
@@ -181,7 +182,7 @@ def test_the_readmes_entropy_experiment_is_forty_lines_and_runs(tmp_path):
   sys.path.insert(0, str(tmp_path))
   import entropy_exp  # pylint: disable=import-outside-toplevel
   config = entropy_exp.EXPERIMENT.defaults
-  assert claims.power(claims.COMPARISON, config.seeds,
+  assert power.power(claims.COMPARISON, config.seeds,
                       len(config.lengths)) > 0
   before = (tmp_path / 'run/measurements.csv').read_text()
   proc = run()  # nothing left to do: nothing measured twice
