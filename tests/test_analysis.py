@@ -230,3 +230,29 @@ def test_notebook_runs_as_a_script(distance, tmp_path, pick):
   for name in ('distance.png', 'seed.png'):
     assert f'wrote {tmp_path / name}' in proc.stdout
     helpers.assert_figure(tmp_path / name, min_size=(150, 400))
+
+
+def test_reference_snippet_runs_as_written(distance, tmp_path, monkeypatch):
+  """docs/REFERENCE.md's analysis snippet, from the folder that holds
+  `runs/distance` (here the tiny run): every statement as written, the two
+  that ask a recurrent net and an attention model each on a seed of that
+  kind."""
+  import ast
+  from tests.test_docs import REFERENCE, _block
+  (tmp_path / 'runs').mkdir()
+  (tmp_path / 'runs' / 'distance').symlink_to(distance / 'run')
+  monkeypatch.chdir(tmp_path)
+  code = _block(REFERENCE, 'from src import analysis')
+  lines = code.splitlines()
+  kind = {'# a recurrent net': 'lstm_chrono', '# an attention model':
+          'attention'}
+  namespace = {}
+  for statement in ast.parse(code).body:
+    text = '\n'.join(lines[statement.lineno - 1:statement.end_lineno])
+    model = next((m for note, m in kind.items() if note in text), None)
+    if model is not None:  # a seed of the kind the statement asks
+      run = namespace['run']
+      namespace['seed'] = analysis.load_seed(run, run.group_of(model, 8), 0)
+    exec(compile(ast.Module([statement], []), 'REFERENCE.md', 'exec'),
+         namespace)
+  assert np.asarray(namespace['h']).size and np.asarray(namespace['w']).size

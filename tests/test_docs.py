@@ -1,6 +1,7 @@
 """What a reader meets: code that says what it does, not when or where it
 was measured; a README that points at what the runs write."""
 
+import dataclasses
 import functools
 import re
 
@@ -119,3 +120,160 @@ def test_reference_shows_the_calibration_of_every_scenario():
                   + [['| a family', f.name] for f in calibration.families()])
   sizes = block.group(1).splitlines()[0]
   assert all(f'n={n}' in sizes for n in calibration.SIZES)
+
+
+# -- every code block of the README and REFERENCE, run or checked -------------
+
+REFERENCE = ROOT / 'docs' / 'REFERENCE.md'
+
+
+def code_blocks(path) -> list[tuple[int, str]]:
+  """(line number, text) of every fenced code block of `path`, indented
+  ones (a numbered step's) included, dedented."""
+  lines, out, start, indent = path.read_text().splitlines(), [], None, 0
+  for number, line in enumerate(lines, 1):
+    if line.lstrip().startswith('```'):
+      if start is None:
+        start, indent = number, len(line) - len(line.lstrip())
+      else:
+        out.append((start, '\n'.join(l[indent:] for l in lines[start:
+                                                                number - 1])))
+        start = None
+  return out
+
+
+# Each block, by its first line, and the tests that run it (`file::test`);
+# a block that needs what no test machine has (a Cloud TPU, gcloud, a
+# bucket) names what checks it instead, after 'not run:'.
+RUN_BY = {
+    ('README.md', 'pip install -r requirements.lock && python run.py '
+                  '--exp=distance'): (
+        'tests/test_first_run.py::test_every_output_the_readme_promises',
+        'tests/test_docs.py::test_the_test_command_is_what_ci_runs'),
+    ('README.md', 'Mean test accuracy and seeds solved (>= 0.95) by length '
+                  '(24 seeds):'): (
+        'tests/test_docs.py::test_readme_quotes_the_committed_report',),
+    ('README.md', 'tensorboard --logdir runs/distance/tb/overview'): (
+        'tests/test_first_run.py::test_the_run_says_what_to_open',
+        'tests/test_first_run.py::test_browser_opens_on_the_finding'),
+    ('README.md', 'python run.py --distributed '
+                  '--flagfile=configs/tpu_distance.flags \\'): (
+        'not run: a Cloud TPU and a bucket; its flagfile by '
+        'tests/test_flags.py::test_every_flagfile_in_configs_is_valid',),
+    ('README.md', 'from src import claims, experiment, probes'): (
+        'tests/test_docs.py::test_readme_experiment_is_the_tested_one',
+        'tests/test_experiment.py::'
+        'test_the_readmes_entropy_experiment_is_forty_lines_and_runs'),
+    ('REFERENCE.md', 'register(ModelSpec('): (
+        'tests/test_docs.py::test_reference_registry_snippet_is_the_registry',),
+    ('REFERENCE.md', 'from src import analysis'): (
+        'tests/test_analysis.py::test_reference_snippet_runs_as_written',),
+    ('REFERENCE.md', 'python notebooks/explore.py                          '
+                     '# SEARCHLIGHT_RUN=runs/distance'): (
+        'tests/test_analysis.py::test_notebook_runs_as_a_script',
+        'not run: its jupytext line (jupytext is not in the requirements)'),
+    ('REFERENCE.md', 'PROJECT=my-project ZONE=us-central1-a TPU=searchlight '
+                     'BUCKET=my-bucket'): ('not run: gcloud and a TPU',),
+    ('REFERENCE.md', 'gcloud compute tpus queued-resources create $TPU-qr '
+                     '--node-id=$TPU \\'): ('not run: gcloud and a TPU',),
+    ('REFERENCE.md', "gcloud compute tpus tpu-vm ssh $TPU --zone=$ZONE "
+                     "--worker=all --command='"): (
+        'not run: gcloud and a TPU; the lock it installs by .ci/run',),
+    ('REFERENCE.md', 'RUN="~/venv/bin/python run.py --distributed \\'): (
+        'not run: a Cloud TPU; its flagfile by '
+        'tests/test_flags.py::test_every_flagfile_in_configs_is_valid, '
+        '--print_config on it by '
+        'tests/test_flags.py::test_print_config_says_where_each_value_came_from',),
+    ('REFERENCE.md', 'pip install -r requirements-gcs.txt '
+                     'tensorboard==2.21.0'): (
+        'not run: a bucket; TensorBoard on a logdir by '
+        'tests/test_first_run.py::test_overview_is_a_run_per_model',),
+    ('REFERENCE.md', 'gcloud storage cp -r '
+                     'gs://$BUCKET/searchlight/runs/distance .'): (
+        'not run: gcloud and a bucket',),
+    ('REFERENCE.md', 'run.py                   the flags (each experiment\'s '
+                     'config fields) and the hand-off'): (
+        'tests/test_docs.py::test_reference_layout_names_real_paths',),
+    ('REFERENCE.md', '@dataclasses.dataclass(frozen=True)'): (
+        'tests/test_docs.py::test_reference_config_snippet_is_the_code',),
+}
+
+
+def _test_exists(node: str) -> bool:
+  path, _, name = node.partition('::')
+  return (ROOT / path).is_file() and (
+      not name or f'def {name}(' in (ROOT / path).read_text())
+
+
+def test_every_code_block_is_run_by_a_test():
+  """A block added to the README or REFERENCE with no test behind it fails
+  here; each test named exists, and a block no machine here can run says
+  what checks it instead."""
+  seen = set()
+  for path in (README, REFERENCE):
+    for number, text in code_blocks(path):
+      key = (path.name, text.strip().splitlines()[0].rstrip())
+      assert key in RUN_BY, f'{path.name}:{number}: no test runs {key[1]!r}'
+      seen.add(key)
+      for entry in RUN_BY[key]:
+        for node in re.findall(r'tests/[\w/]+\.py(?:::\w+)?', entry):
+          assert _test_exists(node), (key, node)
+        assert entry.startswith(('tests/', 'not run: ')), entry
+  assert seen == set(RUN_BY), set(RUN_BY) - seen  # no check of a lost block
+
+
+def test_the_test_command_is_what_ci_runs():
+  """The README's second command is the last line of .ci/run."""
+  block = README.read_text().split('## Two commands', 1)[1].split('```', 2)[1]
+  second = block.strip().splitlines()[1]
+  ci = (ROOT / '.ci' / 'run').read_text().strip().splitlines()
+  assert ci[-1] == second
+
+
+def _block(path, first: str) -> str:
+  (text,) = [t for _, t in code_blocks(path) if t.startswith(first)]
+  return text
+
+
+def test_reference_registry_snippet_is_the_registry():
+  """REFERENCE's `register(ModelSpec('lru', ...))`, run with a `register`
+  that compares: every field it names is the registry's lru (its '...'
+  strings as prefixes)."""
+  from src import models
+  from src.models import footprint, lru as lru_lib
+  registered = []
+  namespace = dict(register=registered.append, ModelSpec=models.ModelSpec,
+                   LINEAR=models.LINEAR, lru_lib=lru_lib,
+                   footprint=footprint)
+  exec(_block(REFERENCE, 'register(ModelSpec('), namespace)
+  (spec,) = registered
+  lru = models.get('lru')
+  for field in dataclasses.fields(spec):
+    mine, real = getattr(spec, field.name), getattr(lru, field.name)
+    if field.default is not dataclasses.MISSING and mine == field.default:
+      continue  # not named in the snippet
+    if isinstance(mine, str) and mine.endswith('...'):
+      assert real.startswith(mine[:-3].rstrip()), field.name
+    else:
+      assert mine == real, field.name
+
+
+def test_reference_layout_names_real_paths():
+  """Every path the layout names exists."""
+  for line in _block(REFERENCE, 'run.py ').splitlines():
+    name = line.split()[0]
+    if '<' in name:  # experiments/<exp>.py
+      assert list(ROOT.glob(name.replace('<exp>', '*'))), name
+    else:
+      assert (ROOT / name.rstrip('/')).exists(), name
+
+
+def test_reference_config_snippet_is_the_code():
+  """REFERENCE's config example is experiments/gradient.py's, its '...'
+  standing for the rest of a string."""
+  snippet = _block(REFERENCE, '@dataclasses.dataclass(frozen=True)')
+  source = (ROOT / 'experiments' / 'gradient.py').read_text()
+  pattern = r'\s+'.join(re.escape(part) for part in snippet.replace(
+      ' ...', ' \x00').split())
+  pattern = pattern.replace('\x00', r'[\s\S]*?')
+  assert re.search(pattern, source), snippet
