@@ -382,7 +382,9 @@ def available_bytes() -> int:
   return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_AVPHYS_PAGES')
 
 
-def check_memory(config: Config, estimate=estimate_bytes) -> None:
+def check_memory(config: Config, estimate=estimate_bytes) -> str:
+  """Refuses a run whose largest group would not fit (`ConfigError`);
+  else says what it needs, for --only_check_args."""
   need, have = estimate(config), available_bytes()
   if need > 0.8 * have:
     grid = '/--learning_rates' if len(config.rates) > 1 else ''
@@ -390,3 +392,5 @@ def check_memory(config: Config, estimate=estimate_bytes) -> None:
         f'--lengths/--seeds{grid}/--batch_size/--eval_examples: the largest '
         f'group needs about {need / 2**30:.1f} GiB, more than 80% of the '
         f'{have / 2**30:.1f} GiB available; lower them')
+  return (f'memory: the largest group needs about {need / 2**30:.1f} GiB of '
+          f'the {have / 2**30:.1f} GiB available (80% usable)')

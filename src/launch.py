@@ -190,12 +190,14 @@ def check_only(plan: Plan, flags: Flags) -> None:
   """--only_check_args: the memory check too, where this process alone can
   judge it; exits 0 or 2."""
   try:
+    memory = None
     if not plan.parts and not (flags.distributed
                                or flags.coordinator_address):
       import jax  # the memory check asks the backend
       if plan.num_cpu_devices is not None:
         jax.config.update('jax_num_cpu_devices', plan.num_cpu_devices)
-      config_lib.check_memory(plan.config, plan.experiment.estimate_bytes)
+      memory = config_lib.check_memory(plan.config,
+                                       plan.experiment.estimate_bytes)
   except config_lib.ConfigError as e:
     fail(str(e))
   try:
@@ -204,6 +206,8 @@ def check_only(plan: Plan, flags: Flags) -> None:
     fail(str(e))
   print(f'--exp={flags.exp}: the flags are valid; nothing was written')
   print(listed)
+  if memory:
+    print(memory)
   warn_power(plan)
   sys.exit(0)
 

@@ -277,3 +277,10 @@ def test_reference_config_snippet_is_the_code():
       ' ...', ' \x00').split())
   pattern = pattern.replace('\x00', r'[\s\S]*?')
   assert re.search(pattern, source), snippet
+
+
+def test_sizes_come_from_the_tool():
+  """No memory size typed by hand where a user reads how to run something:
+  `--only_check_args` prints the largest group's need."""
+  for path in (README, REFERENCE, *sorted((ROOT / 'configs').glob('*'))):
+    assert not re.search(r'\b[0-9][0-9.]* ?GiB\b', path.read_text()), path

@@ -123,4 +123,6 @@ def test_every_flagfile_in_configs_is_valid(tmp_path):
     assert proc.returncode == 0 or (
         proc.returncode == 2 and 'GiB available' in proc.stderr
         and len(proc.stderr.strip().splitlines()) == 1), (f, proc.stderr)
+    if proc.returncode == 0 and '--exp=all' not in f.read_text():
+      assert 'memory: the largest group needs about ' in proc.stdout, f
   assert not list(tmp_path.iterdir())  # nothing written
