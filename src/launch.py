@@ -212,11 +212,11 @@ def check_only(plan: Plan, flags: Flags) -> None:
   sys.exit(0)
 
 
-# Seconds per unit of `Group.work` x steps x members on the machine of
-# docs/REPORT.md's full run (its memory-task parts; docs/ENGINEERING.md):
-# what the estimate below scales. Linear recurrences (the LRU, Mamba) run
-# several times their units on a CPU.
-SECONDS_PER_WORK = 2.6e-8
+# Seconds per unit of `Group.work` x steps x members on the CPU of
+# docs/REPORT.md's full run, fitted on its memory-task groups as they ran
+# (docs/ENGINEERING.md): what the estimate below scales. Linear recurrences
+# (the LRU, Mamba) run several times their units on a CPU.
+SECONDS_PER_WORK = 5.6e-8
 
 
 def work_table(plan: Plan) -> str:

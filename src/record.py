@@ -481,27 +481,34 @@ def card_images(fig) -> list[np.ndarray]:
 
 # -- the terminal ---------------------------------------------------------------
 
+ETA_AFTER = 0.1  # the share of a run's work done before its ETA is shown
+
+
 class Progress:
   """One status line over all groups and steps. The ETA is the work left at
   the rate measured since the first piece of work this process did (a
   compile, the first chunk's wait, is not the rate; work found done is not
-  counted in it)."""
+  counted in it), in the units of each group's registry cost
+  (`ModelSpec.step_work`); '?' until ETA_AFTER of this process's work is
+  done, before which one model's rate says little of the others'."""
 
-  def __init__(self, total_work: float, *, stream=sys.stderr):
+  def __init__(self, total_work: float, *, stream=sys.stderr,
+               clock=time.perf_counter):
     from src import distributed
     self.total, self.done = max(total_work, 1e-9), 0.0
     self.start = None  # when this process's first work was done
     self.since = 0.0  # the work done by then (found done, or the first)
     self.stream, self.tty = stream, stream.isatty()
     self.quiet = not distributed.is_writer()  # one voice per run
+    self.clock = clock
     self._last_print = 0.0
-    self._began = time.perf_counter()
+    self._began = clock()
 
   def update(self, work: float, text: str, *, done_before: bool = False
              ) -> None:
     """`work` more done; `done_before`: found done (a resumed run), not
     done now."""
-    now = time.perf_counter()
+    now = self.clock()
     self.done = min(self.done + work, self.total)
     if done_before:  # never part of the rate
       self.since += work
@@ -515,10 +522,8 @@ class Progress:
     self._last_print = now
     frac = self.done / self.total
     elapsed = now - self._began
-    rate_work = self.done - self.since
-    eta = (f'{(now - self.start) / rate_work * (self.total - self.done):4.0f}s'
-           if self.start is not None and rate_work > 0
-           and now - self.start > 1 else '   ?')
+    eta = self.eta(now)
+    eta = '   ?' if eta is None else f'{eta:4.0f}s'
     bar = '#' * int(20 * frac) + '.' * (20 - int(20 * frac))
     line = (f'[{bar}] {100 * frac:5.1f}%  {text}  '
             f'elapsed {elapsed:4.0f}s  eta {eta}')
@@ -527,6 +532,15 @@ class Progress:
     else:
       self.stream.write(line + '\n')
     self.stream.flush()
+
+  def eta(self, now: float) -> float | None:
+    """Seconds left at the measured rate, or None until ETA_AFTER of this
+    process's work is done."""
+    rate_work = self.done - self.since
+    if (self.start is None or rate_work <= 0 or now - self.start <= 1
+        or rate_work < ETA_AFTER * (self.total - self.since)):
+      return None
+    return (now - self.start) / rate_work * (self.total - self.done)
 
   def say(self, line: str) -> None:
     """A permanent line above the bar."""

@@ -189,3 +189,42 @@ def test_the_readmes_entropy_experiment_is_forty_lines_and_runs(tmp_path):
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert (tmp_path / 'run/measurements.csv').read_text() == before
 
+
+
+# A headline run's groups (python run.py --exp=distance, 24 seeds x 500
+# steps) as they ran, each its wall time in seconds: the known truth the
+# ETA is proven on.
+HEADLINE_GROUPS = [
+    ('attention', 10, 7.0), ('attention', 20, 4.5), ('attention', 50, 7.6),
+    ('attention', 100, 14.3), ('lstm', 10, 7.1), ('lstm', 20, 11.8),
+    ('lstm', 50, 25.5), ('lstm', 100, 48.6), ('lstm_chrono', 10, 6.6),
+    ('lstm_chrono', 20, 11.7), ('lstm_chrono', 50, 27.7),
+    ('lstm_chrono', 100, 51.7), ('gru', 10, 6.7), ('gru', 20, 9.4),
+    ('gru', 50, 19.3), ('gru', 100, 37.5), ('rnn', 10, 3.7), ('rnn', 20, 4.1),
+    ('rnn', 50, 8.0), ('rnn', 100, 12.9)]
+
+
+def test_the_eta_is_within_a_quarter_from_a_tenth_of_the_run_on():
+  """The progress line's ETA, fed the headline's groups as they ran, in the
+  registry's units: '?' until a tenth of the work is done; from then on,
+  elapsed + ETA within 25% of the run's real time at every group's end."""
+  import io
+  from src import models
+  from src import record
+  now = [0.0]
+  work = [models.get(m).step_work(L) * 500 for m, L, _ in HEADLINE_GROUPS]
+  progress = record.Progress(sum(work), stream=io.StringIO(),
+                             clock=lambda: now[0])
+  total = sum(t for *_, t in HEADLINE_GROUPS)
+  shown = []
+  for (model, length, seconds), w in zip(HEADLINE_GROUPS, work):
+    now[0] += seconds
+    progress.update(w, f'{model}_L{length}')
+    eta = progress.eta(now[0])
+    done = progress.done / progress.total
+    if eta is None:
+      assert done < record.ETA_AFTER + w / progress.total
+      continue
+    shown.append(done)
+    assert abs(now[0] + eta - total) <= 0.25 * total, (model, length, eta)
+  assert shown and shown[0] < 0.25  # shown early, not only near the end

@@ -96,12 +96,17 @@ class ModelSpec:
   log_depth: bool = False
 
   def step_work(self, length: int) -> float:
-    """Relative cost of a training step at `length`, for the progress ETA:
-    the values it keeps per string (at d_model 32), four times over for a
-    loop over positions, whose small steps keep a CPU idle."""
+    """Relative cost of a training step at `length`, for the progress ETA
+    and the estimates: the values it keeps per string (at d_model 32),
+    SEQUENTIAL_WORK times over for a loop over positions, whose small steps
+    keep a CPU's vector units part idle."""
     return self.activations(length, 32, 1, 1) * (
-        4 if self.family.sequential else 1)
+        SEQUENTIAL_WORK if self.family.sequential else 1)
 
+
+# A loop over positions' cost per value kept, over attention's: fitted on
+# the group times of a headline run (docs/ENGINEERING.md has the fit).
+SEQUENTIAL_WORK = 1.6
 
 _REGISTRY: dict[str, ModelSpec] = {}
 
