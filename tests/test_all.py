@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from experiments import all as all_exp
+from src import scorecard
 from tests.helpers import read_csv, run_py_without_backend
 
 VERDICT = re.compile(r'^(held|did not hold|inconclusive|not applicable|'
@@ -80,9 +81,9 @@ def test_all_quick_writes_a_report_from_the_summaries(reference, tmp_path):
     assert (run / link).is_file(), link
   # The scorecard: a row per claim of the lesson, each linking its section.
   card = [l for l in report.splitlines() if re.match(r'^\| \d+ \| \*\*', l)]
-  assert len(card) == len(all_exp.LESSON)
+  assert len(card) == len(scorecard.LESSON)
   for number in (2, 3):
-    assert f'(#{all_exp.anchor(number)})' in card[number - 1]
+    assert f'(#{scorecard.anchor(number)})' in card[number - 1]
     assert f'\n## {number}. ' in report
   # The claims, section by section: the verdicts the parts' summaries hold.
   table = [l for l in report.splitlines() if l.startswith('| ')
@@ -186,7 +187,7 @@ def test_all_killed_mid_part_and_between_parts_resumes_to_the_same_report(
 
 
 def test_the_scorecard_counts_each_claim_once():
-  assert all_exp.verdict_counts([
+  assert scorecard.verdict_counts([
       'held', 'did not hold', 'held', 'inconclusive',
       'inconclusive (underpowered: 8 seeds)',
       'held (distance); inconclusive (linear)']) == (
@@ -208,33 +209,33 @@ def _row(family, verdicts, *, label='m', role='lesson', lesson=2,
 
 def test_the_answer_names_the_settings_a_verdict_depends_on():
   f = 'x gives way'
-  assert all_exp.family_answer([_row(f, {'a': 'held'}),
+  assert scorecard.family_answer([_row(f, {'a': 'held'}),
                                 _row(f, {'a': 'held'}, label='n')]) == (
       'holds (2 of 2 rows)')
-  assert all_exp.family_answer([
+  assert scorecard.family_answer([
       _row(f, {'a': 'held'}, label='rnn'),
       _row(f, {'a': 'did not hold'}, label='rnn_uniform')]) == (
       'holds for rnn; not for rnn_uniform (1 of 2 rows held)')
   # An unpowered part's verdict is not an answer; two powered parts that
   # disagree are a split; one powered beside one unpowered is not.
-  assert all_exp.family_answer([_row(
+  assert scorecard.family_answer([_row(
       f, {'a': 'held', 'b': 'inconclusive (underpowered: 8 seeds)'},
       powered={'a': True, 'b': False})]) == 'holds (1 of 1 rows)'
-  assert all_exp.family_answer([_row(
+  assert scorecard.family_answer([_row(
       f, {'a': 'held', 'b': 'did not hold'})]).startswith(
       'split between powered parts for m')
   # Power bounds what a part can miss, not what it found: a held from an
   # unpowered part counts, its inconclusive does not.
-  assert all_exp.family_answer([_row(f, {'a': 'held'}, powered={'a': False})
+  assert scorecard.family_answer([_row(f, {'a': 'held'}, powered={'a': False})
                                 ]) == 'holds (1 of 1 rows)'
-  assert all_exp.family_answer([_row(f, {'a': 'inconclusive'},
+  assert scorecard.family_answer([_row(f, {'a': 'inconclusive'},
                                      powered={'a': False})
                                 ]).startswith('not answered')
   # Not applicable is no answer; an underpowered inconclusive beside a
   # powered one is no split.
-  assert all_exp.family_answer([_row(
+  assert scorecard.family_answer([_row(
       f, {'a': 'held', 'b': 'not applicable'})]) == 'holds (1 of 1 rows)'
-  assert all_exp.family_answer([_row(
+  assert scorecard.family_answer([_row(
       f, {'a': 'inconclusive', 'b': 'inconclusive (underpowered: 8 seeds)'})
   ]).startswith('inconclusive for m')
 
@@ -257,17 +258,17 @@ def test_the_scorecard_counts_neither_side_claims_nor_sanity_checks():
                lesson=3),
           dict(_row('the A beam', {'attention': 'not applicable'}, lesson=3),
                verdict='not applicable')]
-  card = all_exp.scorecard(rows).splitlines()
+  card = scorecard.scorecard(rows).splitlines()
   assert '| Attention stays: **holds (1 of 1 rows)** | 1 held |' in card[3]
   assert 'gating' not in card[3].lower()
   assert '| 3 | ' in card[4] and 'no row to count' in card[4]
   assert 'not measured in this run' in card[5]
-  side = all_exp.side_claims(rows)
+  side = scorecard.side_claims(rows)
   assert '| 2 | Gating carries | **does not hold (1 of 1 rows)** |' in side
   assert '1 sanity checks' in side and '1 rows not applicable' in side
   assert 'not held' not in side
   rows[2] = dict(rows[2], verdict='did not hold')
-  assert 'Sanity checks not held**: position 0 lost' in all_exp.side_claims(
+  assert 'Sanity checks not held**: position 0 lost' in scorecard.side_claims(
       rows)
 
 
