@@ -1,7 +1,8 @@
 """Keeps the README and the committed report one: copies a finished
 `--exp=all` run's REPORT.md and figures into docs/ (with --run), then writes
 the README's scorecard and distance table from docs/REPORT.md, and
-docs/REFERENCE.md's table of the models from the registry.
+docs/REFERENCE.md's tables of the models (from the registry) and of each
+experiment's outputs (from its class).
 
   python docs/sync_readme.py --run=runs/all   # after a full run
   python docs/sync_readme.py                  # the README from docs/REPORT.md
@@ -72,9 +73,27 @@ def models_table() -> str:
   return '\n'.join(rows)
 
 
+def outputs_table() -> str:
+  """A row per experiment: its results.csv columns (and what its
+  `columns_note` adds: other files, what a column means) and its
+  summary.json keys, as its class says them."""
+  sys.path.insert(0, str(ROOT))
+  import experiments  # pylint: disable=import-outside-toplevel
+  rows = ['| exp | `results.csv` columns | `summary.json` keys |',
+          '|---|---|---|']
+  for name in experiments.EXPERIMENTS:
+    e = experiments.load(name)
+    rows.append(f'| {name} | `{",".join(e.columns)}`{e.columns_note} | '
+                f'{e.summary_keys} |')
+  return '\n'.join(rows)
+
+
 def synced_reference(reference: str) -> str:
-  """docs/REFERENCE.md with its models block holding `models_table()`."""
-  return _replace_block(reference, 'models', models_table(), 'REFERENCE.md')
+  """docs/REFERENCE.md with its models block holding `models_table()` and
+  its outputs block `outputs_table()`."""
+  reference = _replace_block(reference, 'models', models_table(),
+                             'REFERENCE.md')
+  return _replace_block(reference, 'outputs', outputs_table(), 'REFERENCE.md')
 
 
 def _replace_block(text: str, name: str, body: str, where: str) -> str:

@@ -417,7 +417,8 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
           'or below the null, trained out, at the best rate of a grid; '
           'comparison: paired, on the pairs that differ; shape: the fits, '
           'seed by seed: `src/claims.py`, each kind calibrated on known '
-          'truth in `src/calibration.py`), Holm-adjusted within its family. **BH q** is '
+          'truth in `src/calibration.py`),'
+          ' Holm-adjusted within its family. **BH q** is '
           'its p adjusted over every test of this report '
           '(Benjamini-Hochberg), a second look at the false discovery rate. '
           'Every verdict says what was measured, whichever way it came out.',
@@ -474,6 +475,12 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
 
 class All(experiment.Composite):
   """The whole lesson: every part, then REPORT.md."""
+  summary_keys = (
+      '`claims` (each once: a claim two parts measure, as `linear` '
+      "measures distance's attention, chrono and RNN claims again, keeps "
+      "one row, `experiment` naming both, with both parts' evidence and, "
+      "where they differ, each part's verdict; `verdicts{part}`), "
+      '`wall_s`, `quick`; plus `REPORT.md`')
   name = 'all'
   defaults, quick, columns, parts = DEFAULTS, QUICK, COLUMNS, PARTS
 

@@ -99,7 +99,8 @@ def examples(model, tokens_BxL, labels_B):
 # TensorBoard's descriptions of the tags on_chunk and final_scalars log.
 TAGS = {
     r'pos0_mass/.*': ('position-0 mass', "The last query's mean attention "
-                      'weight on position 0 (the first symbol), heads averaged, '
+                      'weight on position 0 (the first symbol),'
+                      ' heads averaged, '
                       'on the probe strings whose first symbol is the class in '
                       'the tag; every chunk.'),
     r'entropy/.*': ('attention entropy', "The mean entropy of the last query's "
@@ -408,7 +409,8 @@ def plot(config, group, final, path, writer=None):
     ax.set_ylabel(f'{CLASSES[labels[i]]}', rotation=0, labelpad=10)
   fig.suptitle(f'The searchlight of {group.model} at L={length}: mean over '
                f'{config.seeds} '
-               'seeds and fresh strings (bars), each seed (dots). Below: seed 0 '
+               'seeds and fresh strings (bars),'
+               ' each seed (dots). Below: seed 0 '
                'on four strings (filler as digits, query as ?)', fontsize=9)
   record.save_figure(fig, path, writer, 'figures/attention')
 
@@ -436,6 +438,15 @@ def plot_lengths(config, summary, path, writer=None):
 
 class Attention(experiment.Experiment):
   """The searchlight: where the last position's query looks."""
+  summary_keys = (
+      '`models{model}{L}: classes{A,B: '
+      'pos0_mass,ci95,entropy,accuracy,seeds_over_0_9}, '
+      'per_seed[{seed,pos0_mass_A,pos0_mass_B,entropy_A,entropy_B,'
+      'dispersed,more_dispersed,entropy_gap_A_minus_B,asymmetric,'
+      'accuracy,accuracy_without_pos0,accuracy_without_filler,'
+      'accuracy_pos0_capped,default_class,uses_beam}], '
+      'dispersed_counts, more_dispersed_counts, asymmetric_counts, '
+      'ablated`, `claims`')
   name, section, figure_file = 'attention', SECTION, FIGURE
   defaults, quick, columns, tags = DEFAULTS, QUICK, COLUMNS, TAGS
   final_test, keeps = False, True

@@ -61,6 +61,10 @@ COLUMNS = memory.BUDGET_COLUMNS
 
 class Budget(memory.BudgetExperiment):
   """Wall or budget: a limit more training does not move."""
+  summary_keys = (
+      '`critical_distance{model}{steps}`, '
+      '`mean_accuracy{model}{steps}{L}`, '
+      '`solved_fraction{model}{steps}{L}`, `claims`')
   name, section, figure_file = 'budget', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 

@@ -418,6 +418,16 @@ def plot(config, summary, rows, path, writer=None):
 
 class Cost(experiment.Cells):
   """Everything at once, at an N x N price: FLOPs, depth and wall time."""
+  summary_keys = (
+      '`models{m: forward/train {flops_exponent, wall_exponent, '
+      'peak_bytes_exponent, depth_growth}, depth, train_depth}`, '
+      '`overtakes_wall_at{attention model}{sequential model}`, '
+      '`flops_per_s_at_longest`, '
+      '`train_step_ratio_at_longest{m}{other}`, '
+      '`price_at_widths{d_model: {model, d_model, num_heads, lengths, '
+      'flops, ratio_per_doubling, crossover_length, constant, linear, '
+      'quadratic}}`, `claims` (the N x N claim once per width, with '
+      '`d_model`)')
   name, section, figure_file = 'cost', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 

@@ -60,6 +60,12 @@ OFFSET = 0.02  # each model's points shifted by this fraction of the log-L axis
 
 class Distance(experiment.Experiment):
   """How far back each model reaches for the first symbol."""
+  summary_keys = (
+      '`groups[{model,length,mean_accuracy,accuracy_per_seed,'
+      'solved_fraction,solved_ci95,seeds,diverged}]`, '
+      '`critical_distance{model: per_seed, median, ci95, coverage}`, '
+      '`paired[{model,versus,wins,ties,losses,p}]`, `diverged_seeds`, '
+      '`claims`, `budget`, `wall_s`, `compile_s`, `compile_share`')
   name, section, figure_file = 'distance', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   groups = staticmethod(memory.groups)

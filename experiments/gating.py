@@ -66,6 +66,10 @@ COLUMNS = memory.BUDGET_COLUMNS
 
 class Gating(memory.BudgetExperiment):
   """Gating at its best: per initialisation, rate and budget."""
+  summary_keys = (
+      '`critical_distance{model}{steps}: per_seed, median, ci95, '
+      'coverage`, `versus_rnn{model}{steps}{plain model}: wins, ties, '
+      'losses, p`, `claims`')
   name, section, figure_file = 'gating', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 

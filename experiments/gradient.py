@@ -445,6 +445,22 @@ def across_lengths(config, summary, rows, axes):
 
 class Gradient(experiment.Experiment):
   """The direct bridge: the signal from the output back to position 0."""
+  columns_note = (
+      ' (`phase` = `init`/`trained`; rows at `--lengths` and at '
+      '`--bridge_length`); `bridge.csv`: '
+      '`model,length,seed,phase,position,distance,sensitivity` (every '
+      "position of the bridge length's strings, `distance` = "
+      'L-1-`position`)')
+  summary_keys = (
+      '`models{m: init_sensitivity, trained_sensitivity, '
+      'init_log_decay_per_step, init_factor_per_step, init_loglog_slope, '
+      'trained_ratio_longest_to_shortest, init_fits_per_seed, '
+      'relative_sensitivity{init,trained}{L: per seed}, bridge{length, '
+      'floor, init,trained{fits_per_seed{s: exponential, power, better, '
+      'range, points}, factor_per_step, far_over_near}}}` (the `init_*` '
+      'and `trained_ratio_*` keys: across `--lengths`, the second view), '
+      '`claims` (the decay along one string with `p`, `p_min`, '
+      '`if_significant`, `family`)')
   name, section, figure_file = 'gradient', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   tables, tags, final_test = TABLES, TAGS, False

@@ -243,6 +243,9 @@ def plot(config, rows, maps, path, writer=None):
 
 class Heads(experiment.Experiment):
   """Many looks: do heads specialise without being told?"""
+  summary_keys = (
+      '`models{model}{num_heads}{h: accuracy, ci95, per_seed, '
+      'seeds_specialised}`, `claims`')
   name, section, figure_file = 'heads', SECTION, FIGURE
   defaults, quick, columns, tags = DEFAULTS, QUICK, COLUMNS, TAGS
   one_length, final_test, keeps = ONE_LENGTH, False, True

@@ -396,6 +396,18 @@ def plot(config, summary, examples, path, writer=None):
 
 class Induction(experiment.Experiment):
   """Stacked looks: can two layers fetch what follows a token?"""
+  columns_note = (
+      '; `heads.csv`: '
+      '`model,num_layers,length,seed,layer,head,prev_token_score,'
+      'induction_score`; '
+      '`extrapolation.csv` (models that read any length: no learned '
+      'position embedding): '
+      '`model,num_layers,length,seed,test_length,accuracy` at 2x and 4x '
+      'the training length')
+  summary_keys = (
+      '`accuracy{name: mean, ci95_low, ci95_high, seeds}`, '
+      '`extrapolation{name: {test_length: {seed: accuracy}}}`, `roles`, '
+      '`chance`, `claims`')
   name, section, figure_file = 'induction', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   tables, tags, one_length, final_test, keeps = (TABLES, TAGS, ONE_LENGTH,

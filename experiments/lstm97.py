@@ -155,6 +155,13 @@ def trial_claim(model, L, solved, config) -> Claim:
 
 class LSTM97(experiment.Experiment):
   """LSTM'97's task 2b at lag p: the 1997 cell, the 1997 measure."""
+  columns_note = (
+      " (`solved`: the paper's criterion met at the end; `accuracy`: the "
+      "last symbol's)")
+  summary_keys = (
+      '`models{model}{L: seeds, solved, sequences_per_seed, '
+      'mean_sequences, median_sequences, learning_rate}`, `paper`, '
+      '`claims`')
   name, section, figure_file = 'lstm97', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   probe, probe_examples, final_test = criterion, CRITERION_STRINGS, True

@@ -425,6 +425,12 @@ def plot(config, summary, path, writer=None):
 
 class Recall(experiment.Experiment):
   """The summary that fills up: multi-query associative recall."""
+  summary_keys = (
+      '`accuracy[{model,length,num_pairs,d_model,state_floats,mean,'
+      'ci95_low,ci95_high,seeds}]`, '
+      '`width_needed[{model,length,num_pairs,per_seed,median,state_floats}]`, '
+      '`chance`, `claims` (with `p_min`, `if_significant`, `family`), '
+      '`wall_s`, `compile_s`, `compile_share`')
   name, section, figure_file = 'recall', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   accepts = staticmethod(accepts)

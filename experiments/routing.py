@@ -542,6 +542,13 @@ def plot(config, summary, xor, path, writer=None):
 
 class Routing(experiment.Experiment):
   """Routing against transforming: attention alone, and the dense block."""
+  columns_note = (
+      '; `heads.csv`: '
+      '`model,d_model,num_heads,task,length,seed,head,mass_first,mass_second`')
+  summary_keys = (
+      '`accuracy{task}{model: mean, seeds, num_params, chance}`, '
+      '`one_head{task: [seed, mass_first, mass_second, accuracy]}`, '
+      '`claims` (with `p`, `p_min`, `if_significant`, `family`)')
   name, section, figure_file = 'routing', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   tables, one_length, final_test, keeps = TABLES, ONE_LENGTH, False, True

@@ -142,6 +142,9 @@ def plot(config, rows, matmul, path, writer=None):
 
 class Throughput(experiment.Cells):
   """Training throughput: sequences per second, per model and length."""
+  summary_keys = (
+      '`matmul_flops_per_s`, `ensemble_speedup`, '
+      '`ensemble_speedup_by_model`, `compile_share`, `groups`')
   name, section, figure_file = 'throughput', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 

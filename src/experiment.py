@@ -244,6 +244,11 @@ class Experiment(abc.ABC):
   final_test = True  # `measure` is the final test on fresh strings
   keeps = False  # `keep` gives its figure something of each group
   parts: tuple[str, ...] = ()  # a Composite's experiments
+  # For docs/REFERENCE.md's table of outputs (docs/sync_readme.py writes it
+  # from these and `columns`): what its columns mean beyond their names,
+  # its other CSV files, and the keys of its summary.json.
+  columns_note: str = ''
+  summary_keys: str = ''
 
   @property
   def fields(self) -> tuple[str, ...]:
