@@ -272,7 +272,7 @@ def merge_claims(parts) -> list[dict]:
           c.get('kind', ''), int(c.get('seeds') or 0),
           int(c.get('family_size') or 1), rate=(c.get('evidence') or {}).get(
               'rate', claims_lib.RELIABLE_RATE),
-          gated=gates_lib.ONE_RATE in c.get('measured', ''))
+          gated=gates_lib.ONE_RATE in (c.get('gates') or {}).values())
       if text not in index:
         index[text] = len(out)
         out.append(dict(experiment=name, claim=text, verdict=c['verdict'],

@@ -112,7 +112,7 @@ class Gating(memory.BudgetExperiment):
           by_budget.setdefault((g, p), {})[budget] = \
               memory.gating_beats_plain(
                   g, p, crit[budget][g], crit[budget][p], lengths, failed,
-                  final, memory.conditions(config, last))
+                  final, memory.conditions(config, budget))
       for p in plain:
         by_budget.setdefault((p,), {})[budget] = memory.plain_gives_way(
             table, p, lengths, curves=final)

@@ -239,6 +239,10 @@ def families() -> list[Family]:
                'ceiling ties)', _family_of(
                    (11, lambda r, n: _comparison(*_exchangeable_grid(r, n),
                                                  ceiling=max(GRID)))), guards),
+        Family('16 reliabilities at the declared rate (held out of reach '
+               'below 14 seeds, did not hold not)', _family_of(
+                   (16, lambda r, n: _reliability(r.random(n) < RATE))),
+               guards),
         Family('mixed: 3 thresholds at the median, 3 comparisons, 2 of them '
                'tied everywhere', _family_of(
                    (3, lambda r, n: _threshold(_bimodal_at(r, n, 0.5))),

@@ -91,9 +91,10 @@ class Claim:
   # at or above alpha after the family's adjustment, held is out of reach
   # whatever the data (underpowered).
   p_min: float | None = None
-  # The smallest p the leaning direction's test could give these data (the
-  # pairs that differ, the seeds off the threshold): at or above alpha, the
-  # test cannot decide and leaves its family's Holm (Tarone 1990).
+  # The smallest p either direction's test could give these data (the
+  # pairs that differ, the seeds off the threshold), whatever way they
+  # fall: at or above alpha, the claim cannot be decided and leaves its
+  # family's Holm (Tarone 1990).
   p_floor: float | None = None
   if_significant: str | None = None
   p_adjusted: float | None = None
@@ -339,7 +340,7 @@ def test(c: Claim) -> Claim:
   p = t['p_held'] if held else t['p_not']
   c = dataclasses.replace(
       c, test=t['test'], p=float(p), p_min=float(t['p_best']),
-      p_floor=float(t['p_min_held' if held else 'p_min_not']),
+      p_floor=float(min(t['p_min_held'], t['p_min_not'])),
       if_significant=direction, measured=render(c))
   return dataclasses.replace(c, verdict=decide(c, direction, p, 1))
 
@@ -365,24 +366,35 @@ def _verdict(seeds: int, gates: dict, p_min: float, direction: str,
 
 
 def undecidable(kind: str, evidence: dict, p_floor: float | None) -> str:
-  """Why these data cannot decide a claim at any adjustment (its test's
-  smallest possible p, `p_floor`, is alpha or more), or ''."""
+  """Why these data cannot decide a claim either way at any adjustment (the
+  smallest p either direction's test could give them, `p_floor`, is alpha
+  or more), or ''."""
   if p_floor is None or p_floor < stats.ALPHA:
     return ''
-  if kind == COMPARISON:
+  best = f'p = {stats.fmt_p(p_floor)} at best, which cannot reach {stats.ALPHA:g}'
+  if kind == COMPARISON and not evidence.get('at_least'):
     n = comparison_counts(evidence)
-    differ = n['wins'] + n['losses'] + n['censored']
-    return ('no pair differs (a tie is no evidence either way)' if not differ
-            else f'only {differ} pairs differ: their best case, p = '
-                 f'{stats.fmt_p(p_floor)}, cannot reach {stats.ALPHA:g}')
-  return (f'its test\'s best case on these data, p = '
-          f'{stats.fmt_p(p_floor)}, cannot reach {stats.ALPHA:g}')
+    differ, censored = n['wins'] + n['losses'], n['censored']
+    tied = f'{censored} tied at the ceiling, censored' if censored else ''
+    if not differ:
+      return ('no pair differs (a tie is no evidence either way'
+              + (f'; {tied}' if tied else '') + ')')
+    return (f'only {differ} pairs differ' + (f' ({tied})' if tied else '')
+            + f': {best}')
+  return f'{_seeds_of(kind, evidence)} seeds: {best}'
+
+
+def _seeds_of(kind: str, evidence: dict) -> int:
+  return _seeds(Claim('', kind, '', evidence))
 
 
 def _family(members: list[dict]) -> list[dict]:
   """Holm over the members of one family that can decide (each a dict of
   kind, evidence, p, p_floor, p_min, seeds, gates, if_significant, test):
-  for each, its p_adjusted, verdict and the words `measured` ends with."""
+  for each, its p_adjusted, verdict and the words `measured` ends with. A
+  member that cannot decide leaves Holm: never decided, no adjusted p; the
+  others' underpowered screen counts the members that can (and it, had
+  its best case come)."""
   size = len(members)
   whys = [undecidable(m['kind'], m['evidence'], m['p_floor'])
           for m in members]
@@ -390,16 +402,19 @@ def _family(members: list[dict]) -> list[dict]:
   adjusted = dict(zip(can, stats.holm([members[i]['p'] for i in can])))
   out = []
   for i, (m, why) in enumerate(zip(members, whys)):
-    p_adj = adjusted.get(i, m['p'])
     direction = m['if_significant']
-    verdict = _verdict(m['seeds'], m['gates'], m['p_min'], direction, p_adj,
-                       size)
-    blocked = m['gates'].get(direction)
+    steps = len(can) + (1 if why else 0)  # Holm's strictest step for it
     if why:
+      p_adj = None
+      verdict = _verdict(m['seeds'], {}, m['p_min'], direction, 1.0, steps)
       tail = (f'; {m["test"]}: p = {stats.fmt_p(m["p"])}, not adjusted: '
               f'{why}, so it leaves its family\'s Holm (family of {size}, '
               f'{len(can)} that can decide)')
     else:
+      p_adj = adjusted[i]
+      verdict = _verdict(m['seeds'], m['gates'], m['p_min'], direction,
+                         p_adj, steps)
+      blocked = m['gates'].get(direction)
       tail = (f'; {m["test"]}: p = {stats.fmt_p(m["p"])}, Holm-adjusted '
               f'{stats.fmt_p(p_adj)} (family of {size}'
               + (f', {len(can)} that can decide' if len(can) < size else '')
@@ -454,14 +469,15 @@ def judge_together(claims: list[dict]) -> list[dict]:
   kept as they are."""
   families = {}
   for i, c in enumerate(claims):
-    if c.get('p') is not None:
+    # A claim judged before its summary recorded its gates keeps its verdict.
+    if c.get('p') is not None and 'gates' in c:
       families.setdefault(c['family'], []).append(i)
   out = [dict(c) for c in claims]
   for members in families.values():
     rows = [claims[i] for i in members]
     judged = _family([dict(kind=c['kind'], evidence=c['evidence'], p=c['p'],
                            p_floor=c.get('p_floor'), p_min=c['p_min'],
-                           seeds=c['seeds'], gates=c.get('gates') or {},
+                           seeds=c['seeds'], gates=c['gates'],
                            test=c['test'],
                            if_significant=c['if_significant'])
                       for c in rows])

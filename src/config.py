@@ -154,6 +154,11 @@ class Config:
                            defines_run=False)
   checkpoint_every: int = count(500, 'steps between checkpoints',
                                 defines_run=False)
+  memory_gib: float = field(
+      0.0, 'plan for devices of this many GiB each (0: the devices found): '
+      'a group whose members do not fit trains them in slices that do',
+      'a number >= 0', lambda flag, text, context: _nonnegative(flag, text),
+      defines_run=False)
 
   # The shared fields an experiment fixes at its defaults' values (its
   # design sets them, or it never reads them): not its flags, so the user
@@ -382,15 +387,40 @@ def available_bytes() -> int:
   return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_AVPHYS_PAGES')
 
 
-def check_memory(config: Config, estimate=estimate_bytes) -> str:
-  """Refuses a run whose largest group would not fit (`ConfigError`);
-  else says what it needs, for --only_check_args."""
-  need, have = estimate(config), available_bytes()
-  if need > 0.8 * have:
+def memory_plan(config: Config, estimate=estimate_bytes,
+                devices: int = 1) -> tuple[int | None, str]:
+  """(members per slice, or None where a group's members fit at once; the
+  plan in a line): the largest group's need against 80% of the devices'
+  memory (--memory_gib per device, else the devices found). A group that
+  does not fit trains its members in slices that do, each at least
+  MIN_SLICE members per device; refused (ConfigError) only where no slice
+  fits."""
+  need = estimate(config)
+  have = (config.memory_gib * 2**30 * devices if config.memory_gib
+          else available_bytes())
+  usable, per_member = 0.8 * have, need / max(config.members, 1)
+  where = 'planned for' if config.memory_gib else 'available'
+  said = (f'the largest group needs about {need / 2**30:.1f} GiB of the '
+          f'{have / 2**30:.1f} GiB {where} (80% usable)')
+  if need <= usable:
+    return None, f'memory: {said}'
+  # A slice puts as many members on each device (train.Ensemble).
+  per_slice = (int(usable // per_member) // devices * devices if per_member
+               else config.members)
+  least = MIN_SLICE * devices
+  if per_slice < least:
     grid = '/--learning_rates' if len(config.rates) > 1 else ''
     raise ConfigError(
         f'--lengths/--seeds{grid}/--batch_size/--eval_examples: the largest '
-        f'group needs about {need / 2**30:.1f} GiB, more than 80% of the '
-        f'{have / 2**30:.1f} GiB available; lower them')
-  return (f'memory: the largest group needs about {need / 2**30:.1f} GiB of '
-          f'the {have / 2**30:.1f} GiB available (80% usable)')
+        f'group needs about {need / 2**30:.1f} GiB, and even {least} of its '
+        f'members at once need {least * per_member / 2**30:.1f} GiB, more '
+        f'than 80% of the {have / 2**30:.1f} GiB {where}; lower them')
+  slices = -(-config.members // per_slice)
+  return per_slice, (f'memory: {said}: its {config.members} members train '
+                     f'{per_slice} at a time, {slices} slices of about '
+                     f'{per_slice * per_member / 2**30:.1f} GiB')
+
+
+# The fewest members of a slice on each device: a program runs at least two
+# (train.MIN_LOCAL_SEEDS: XLA compiles a seed axis of one differently).
+MIN_SLICE = 2

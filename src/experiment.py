@@ -380,7 +380,7 @@ def power_plan(module, config) -> list[dict]:
 def power_warning(module, config) -> str | None:
   """The power plan, one line per family and kind, as the run starts; a
   warning where a family cannot reach `POWER_WANTED` at its declared effect
-  (and `underpowered` where no outcome of its seeds could clear alpha).
+  (and `underpowered` where held is out of reach at its seeds).
   None when there is no claim to plan."""
   rows = power_plan(module, config)
   if not rows:

@@ -196,8 +196,8 @@ def check_only(plan: Plan, flags: Flags) -> None:
       import jax  # the memory check asks the backend
       if plan.num_cpu_devices is not None:
         jax.config.update('jax_num_cpu_devices', plan.num_cpu_devices)
-      memory = config_lib.check_memory(plan.config,
-                                       plan.experiment.estimate_bytes)
+      memory = config_lib.memory_plan(
+          plan.config, plan.experiment.estimate_bytes, jax.device_count())[1]
   except config_lib.ConfigError as e:
     fail(str(e))
   try:
@@ -301,17 +301,20 @@ def run(plan: Plan, flags: Flags) -> None:
                          process_id=flags.process_id, auto=flags.distributed)
   if flags.compilation_cache_dir:
     use_compilation_cache(storage.absolute(flags.compilation_cache_dir))
+  devices = jax.devices()
   try:
-    config_lib.check_memory(plan.config, plan.experiment.estimate_bytes)
+    slice_members, memory = config_lib.memory_plan(
+        plan.config, plan.experiment.estimate_bytes, len(devices))
   except config_lib.ConfigError as e:
     fail(str(e))
-  devices = jax.devices()
   if distributed.is_writer():
     print(f'searchlight --exp={plan.config.exp}: {len(devices)} '
           f'{devices[0].platform} device(s) in {jax.process_count()} '
           f'process(es), workdir {plan.workdir}, checkpoints '
           f'{plan.checkpoint_dir}', flush=True)
     warn_power(plan)
+    if slice_members:
+      print(memory, flush=True)
   stop = checkpoint_lib.StopRequest()
   stop.install()
   extra = {'provenance': run_provenance(flags, devices, jax.process_count(),
@@ -322,7 +325,8 @@ def run(plan: Plan, flags: Flags) -> None:
                            plan.config, overwrite=flags.overwrite,
                            extra=extra) as run_dir:
       distributed.sync('run_dir_open')  # process 0 has cleared or locked it
-      runner.run(plan.experiment, plan.config, run_dir, stop=stop)
+      runner.run(plan.experiment, plan.config, run_dir, stop=stop,
+                 slice_members=slice_members)
   except config_lib.ConfigError as e:
     fail(str(e))
   except checkpoint_lib.Preempted as e:

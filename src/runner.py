@@ -32,8 +32,11 @@ from src import streams
 from src import sweep
 
 
-def run(module, config, run_dir, *, stop=None) -> dict:
-  """Runs experiment `module` into `run_dir`; returns its summary."""
+def run(module, config, run_dir, *, stop=None,
+        slice_members: int | None = None) -> dict:
+  """Runs experiment `module` into `run_dir`; returns its summary.
+  `slice_members`: at most so many members of a group at once (the memory
+  plan, `config.memory_plan`; None: all)."""
   if isinstance(module, experiment.Cells):
     return _run_cells(module, config, run_dir, stop)
   tables = {name: record.ResultsCsv(run_dir.path / name, with_rates(cols))
@@ -53,7 +56,7 @@ def run(module, config, run_dir, *, stop=None) -> dict:
   todo = {g.name: [b for b in (g.budgets or (config.steps,)) if not
                    results.has(**g.key, **({'steps': b} if g.budgets
                                            else {}))] for g in groups}
-  ahead = _CompileAhead(module, config)
+  ahead = _CompileAhead(module, config, slice_members)
   queue = [g for g in groups if todo[g.name]]
   if not queue:
     sweeper.progress.say(f'nothing to do: {len(groups)} groups already '
@@ -77,7 +80,8 @@ def run(module, config, run_dir, *, stop=None) -> dict:
         params = _train_and_record(module, config, g, ensemble, budget,
                                    sweeper, results, tables, measurements)
       if module.keeps:
-        ensemble = ensemble or experiment.build(g, config)
+        ensemble = ensemble or experiment.build(
+            g, config, slice_members=slice_members)
         if params is None:
           params = _restore_params(ensemble, run_dir.checkpoint_dir / g.name,
                                    run_dir.path)
@@ -115,8 +119,8 @@ class _CompileAhead:
   leaves the other core idle, and on an accelerator the host is idle while
   it trains."""
 
-  def __init__(self, module, config):
-    self.config = config
+  def __init__(self, module, config, slice_members=None):
+    self.config, self.slice_members = config, slice_members
     # The final test's strings, where the runner tests (and validates) with
     # `evaluate`; an experiment's own `measure` has programs of its own.
     self.eval_examples = config.eval_examples if module.final_test else None
@@ -127,7 +131,8 @@ class _CompileAhead:
   def prepare(self, group, budgets) -> None:
     """Builds `group`'s ensemble (here) and compiles the chunks that
     training it to each of `budgets` runs (in the thread)."""
-    ensemble = self._built[group.name] = experiment.build(group, self.config)
+    ensemble = self._built[group.name] = experiment.build(
+        group, self.config, slice_members=self.slice_members)
     done = [b for b in (group.budgets or ()) if b < min(budgets)]
     sizes, start = set(), max(done, default=0)
     for budget in budgets:

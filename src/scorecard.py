@@ -81,7 +81,7 @@ def counted(claims: list[dict], role: str = claims_lib.LESSON) -> list[dict]:
 BLOCKED = ((gates_lib.ONE_RATE, 'one rate'),
            ('still learning', 'still learning'),
            ('no pair differs', 'no pair differs'),
-           ('so it leaves its family', 'too few differ'))
+           ('so it leaves its family', 'cannot decide'))
 
 
 def row_answer(c: dict) -> str:
@@ -129,8 +129,8 @@ def family_answer(rows: list[dict]) -> str:
                     (stats.INCONCLUSIVE, 'inconclusive for'),
                     ('no pair differs', 'inconclusive, no pair differing, '
                                         'for'),
-                    ('too few differ', 'inconclusive, too few pairs '
-                                       'differing, for'),
+                    ('cannot decide', 'inconclusive, its data too few to '
+                                      'decide, for'),
                     ('still learning', 'inconclusive, still learning, for'),
                     ('one rate', 'inconclusive at one rate for'),
                     ('unpowered', 'underpowered for')):

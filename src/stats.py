@@ -8,7 +8,7 @@ Continuous measurements (attention mass, sensitivities) get a Student-t
 interval on the mean. Everything exact comes from `scipy.stats`.
 
 A verdict is one of `held`, `did not hold` and `inconclusive` (with
-`(underpowered: n seeds)` where no outcome could clear the test); which
+`(underpowered: n seeds)` where held was out of reach at n seeds); which
 test decides a claim is its kind's (`src/claims.py`).
 """
 

@@ -185,7 +185,7 @@ class Ensemble:
                eval_examples: int | None = None,
                min_local_seeds: int = MIN_LOCAL_SEEDS,
                optimizer: dict | None = None, train_strings: int = 0,
-               early_stop: float = 0.0):
+               early_stop: float = 0.0, slice_members: int | None = None):
     self.task = task
     # The optimiser (None: Adam, constant rate), a fixed training set of
     # `train_strings` strings (0: fresh strings every step), and the test
@@ -217,6 +217,17 @@ class Ensemble:
     self.mesh = mesh or seed_mesh()
     self.padded = padded_seeds(self.num_members, self.mesh.size,
                                min_local_seeds)
+    # Members per slice (`slice_members`: at most so many): a group whose
+    # members do not fit a device at once runs its programs on one slice
+    # of the member axis after another, each member's arithmetic as in one
+    # program (each device holds as many members of a slice, at least
+    # min_local_seeds); the state stays whole.
+    self.slice_size = self.padded
+    if slice_members and slice_members < self.padded:
+      self.slice_size = max(min_local_seeds,
+                            slice_members // self.mesh.size) * self.mesh.size
+      self.padded = -(-self.padded // self.slice_size) * self.slice_size
+    self.slices = self.padded // self.slice_size
     self.graphdef, abstract_params = nnx.split(
         nnx.eval_shape(lambda: model_fn(rngs=nnx.Rngs(0))))
     self.num_params = sum(x.size for x in jax.tree.leaves(abstract_params))
@@ -365,12 +376,14 @@ class Ensemble:
     """Runs (or, `ahead`, only compiles) the test program of
     `num_examples` strings (`_test_program`) on `stream`, or on the test
     curve's strings at `curve_step`; every chunk by default."""
-    args = (self._data_keys, np.int32(stream), np.int32(curve_step or 0),
-            np.bool_(curve_step is not None),
-            np.int32(chunks or num_examples // eval_chunk(num_examples)))
+    scalars = (np.int32(stream), np.int32(curve_step or 0),
+               np.bool_(curve_step is not None),
+               np.int32(chunks or num_examples // eval_chunk(num_examples)))
     compiled = self._compile(*self._test_program(num_examples, task),
-                             params, *args, ahead=ahead)
-    return None if ahead else compiled(params, *args)
+                             *self.per_slice(params, self._data_keys),
+                             *scalars, ahead=ahead)
+    return None if ahead else self.by_slice(
+        lambda p, k: compiled(p, k, *scalars), params, self._data_keys)
 
   def compile_ahead(self, chunk_sizes=(), eval_examples=None) -> None:
     """Compiles the programs this group's training (chunks of each of
@@ -381,9 +394,9 @@ class Ensemble:
     it is asked for."""
     state = self.abstract_state()
     for n in chunk_sizes:
-      self._compile(('train', n), self._train_program(n), state,
-                    self._data_keys, self._rates, np.int32(0), donate=(0,),
-                    ahead=True)
+      self._compile(('train', n), self._train_program(n),
+                    *self.per_slice(state, self._data_keys, self._rates),
+                    np.int32(0), donate=(0,), ahead=True)
     for n in {self.test_examples if self.curve_examples else None,
               eval_examples} - {None, 0}:
       self._test(state['params'], n, ahead=True)
@@ -427,6 +440,28 @@ class Ensemble:
     return jax.tree.map(lambda x, *f: np.concatenate([x, np.stack(f)]),
                         host, *fresh)
 
+  def per_slice(self, *trees):
+    """The shapes (and shardings) of `trees`' first slice of members: what
+    a program runs on (`by_slice`)."""
+    n = self.slice_size
+    return tuple(jax.tree.map(lambda x: jax.ShapeDtypeStruct(
+        (n,) + tuple(x.shape[1:]), x.dtype, sharding=self.seed_sharding), t)
+                 for t in trees)
+
+  def by_slice(self, run: Callable, *trees):
+    """run(*trees) on one slice of the member axis after another, the
+    outputs joined back on that axis (at once where one slice holds every
+    member)."""
+    if self.slices == 1:
+      return run(*trees)
+    n = self.slice_size
+    part = lambda x, k: jax.device_put(x[k * n:(k + 1) * n],
+                                       self.seed_sharding)
+    outs = [run(*(jax.tree.map(lambda x: part(x, k), t) for t in trees))
+            for k in range(self.slices)]
+    return jax.tree.map(lambda *xs: jax.device_put(
+        jnp.concatenate(xs), self.seed_sharding), *outs)
+
   def place(self, tree):
     """Puts seed-stacked leaves on the seed axis of every device of every
     process; leaves already spread over processes stay where they are."""
@@ -445,8 +480,10 @@ class Ensemble:
     keys, rates = self._data_keys, self._rates
     start = np.int32(start_step)
     fn = self._compile(('train', num_steps), self._train_program(num_steps),
-                       state, keys, rates, start, donate=(0,))
-    state, metrics = fn(state, keys, rates, start)
+                       *self.per_slice(state, keys, rates), start,
+                       donate=(0,))
+    state, metrics = self.by_slice(lambda *a: fn(*a, start), state, keys,
+                                   rates)
     if self.curve_examples:
       chunks = self.curve_examples // eval_chunk(self.test_examples)
       metrics['test_accuracy'] = self._test(
@@ -466,8 +503,9 @@ class Ensemble:
     parameters do not depend on the length."""
     keys = self._data_keys
     compiled = self._compile(
-        *self._measure_program(fn, stream, num_examples, task), params, keys)
-    return self.unpad(compiled(params, keys))
+        *self._measure_program(fn, stream, num_examples, task),
+        *self.per_slice(params, keys))
+    return self.unpad(self.by_slice(compiled, params, keys))
 
   def evaluate(self, params, *, stream=streams.EVAL_STREAM,
                num_examples: int = 2048, task=None) -> dict[str, np.ndarray]:

@@ -83,9 +83,11 @@ MUTANTS = {
         "p_held=stats.binomial(w + n['ties'], judged, 0.5, 'greater'),"),
     'Holm: raw p judged, not the adjusted one': (
         'src/claims.py',
-        "verdict = _verdict(m['seeds'], m['gates'], m['p_min'], direction, "
-        "p_adj,", "verdict = _verdict(m['seeds'], m['gates'], m['p_min'], "
-        "direction, m['p'],"),
+        "direction,\n                         p_adj, steps)", "direction,\n"
+        "                         m['p'], steps)"),
+    'Holm: excluded on the leaning direction\'s floor alone': (
+        'src/claims.py', "p_floor=float(min(t['p_min_held'], t['p_min_not'])),",
+        "p_floor=float(t['p_min_held' if held else 'p_min_not']),"),
     'Holm: the tests that cannot decide kept in the family': (
         'src/claims.py', 'can = [i for i, why in enumerate(whys) if not why]',
         'can = list(range(len(members)))'),

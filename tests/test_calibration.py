@@ -57,3 +57,17 @@ def test_a_test_that_cannot_decide_leaves_its_family():
   assert all('no pair differs' in c.measured for c in out[:6])
   assert out[6].verdict == 'held' and out[6].family_size == 7
   assert out[6].p_adjusted == pytest.approx(out[6].p)
+
+
+def test_a_test_that_can_decide_one_way_stays_in_its_family():
+  """Ten seeds that all did it: held is out of reach (0.8^10 = 0.11), but
+  did not hold was not (0.2^10): whichever way they fell, the claim could
+  have decided, so it stays in its family's Holm and counts in the others'
+  adjustment; only a claim that could decide neither way leaves."""
+  from src import claims
+  always = lambda k, n: calibration._reliability([True] * k + [False] * (n - k))
+  out = claims.judge([always(10, 10), always(4, 10), always(4, 10)])
+  assert all('that can decide' not in c.measured for c in out)
+  assert out[1].p_adjusted == pytest.approx(min(1.0, 3 * out[1].p), rel=1e-9) \
+      or out[1].p_adjusted >= 2 * out[1].p
+  assert out[0].verdict == 'inconclusive (underpowered: 10 seeds)'

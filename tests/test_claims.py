@@ -323,10 +323,10 @@ def test_a_family_is_judged_across_the_runs_that_measured_it():
   at p = 1/32, Holm over both makes it 1/16: inconclusive, and
   underpowered (5 seeds in a family of two could not do better); a family
   of one run only is as it was."""
-  five = lambda family: Claim('s', claims.SHAPE, family,
-                              dict(shows=[True] * 5))
+  five = lambda family, what='': Claim('s', claims.SHAPE, family,
+                                       dict(shows=[True] * 5, what=what))
   part_a = [c.to_json() for c in claims.judge([five('f'), five('g')])]
-  part_b = [c.to_json() for c in claims.judge([five('f')])]
+  part_b = [c.to_json() for c in claims.judge([five('f', 'again')])]
   assert all(c['verdict'] == 'held' for c in part_a + part_b)
   together = claims.judge_together(part_a + part_b)
   f = [c for c in together if c['family'] == 'f']
@@ -335,3 +335,29 @@ def test_a_family_is_judged_across_the_runs_that_measured_it():
   assert all('Holm-adjusted 0.062 (family of 2)' in c['measured'] for c in f)
   g, = [c for c in together if c['family'] == 'g']
   assert g['verdict'] == 'held' and g['measured'] == part_a[1]['measured']
+
+
+def test_judged_together_keeps_what_follows_the_test_and_old_verdicts():
+  """A part's `measured` ends with its verdicts by rate: kept after the new
+  adjustment. A summary written before claims recorded their gates is kept
+  as judged (a gate it had cannot be read back)."""
+  five = lambda: Claim('s', claims.SHAPE, 'f', dict(shows=[True] * 5))
+  a, b = (c.to_json() for c in claims.judge([five(), five()]))
+  a['measured'] += claims.BY_RATE + '0.001 held, 0.003 inconclusive'
+  old = dict(b, verdict='held (as an old part judged it)')
+  del old['gates']
+  together = claims.judge_together([a, old])
+  assert together[0]['measured'].endswith(
+      claims.BY_RATE + '0.001 held, 0.003 inconclusive')
+  assert together[0]['family_size'] == 1  # the old claim is not re-judged
+  assert together[1] == old
+
+
+def test_a_test_that_cannot_decide_is_never_decided():
+  """Excluded from Holm (no pair differs), a claim has no adjusted p and
+  no verdict of a direction, whatever its raw p."""
+  tied = Claim('t', claims.COMPARISON, 'f',
+               dict(x=[1.0] * 8, y=[1.0] * 8, x_name='x', y_name='y'))
+  c, = claims.judge([tied])
+  assert c.verdict == 'inconclusive' and c.p_adjusted is None
+  assert 'no pair differs' in c.measured

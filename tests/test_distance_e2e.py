@@ -174,3 +174,39 @@ def test_decoys_are_a_task_of_their_own(tmp_path):
   assert summary['claims'] and all(c['decoys'] == 0.25
                                    for c in summary['claims'])
   assert '(decoys=0.25)' in proc.stdout
+
+
+def test_a_group_that_does_not_fit_trains_in_slices_to_the_same_rows(
+    tmp_path):
+  """With --memory_gib so small that 6 seeds do not fit at once, each group
+  trains 4 members at a time (two slices on two devices): the plan says
+  so, and every row is the one of the run that fits (the final test's mean
+  loss to its last bit); a budget under one slice is refused in one line."""
+  from src import config as config_lib
+  args = ['--exp=distance', *[a for a in TINY if not a.startswith('--seeds')],
+          '--seeds=6']
+  config = distance.EXPERIMENT.defaults.__class__(**{
+      **distance.EXPERIMENT.defaults.__dict__, 'models': ('attention', 'rnn'),
+      'lengths': (3, 6), 'seeds': 6, 'batch_size': 16, 'eval_examples': 64})
+  per_member = config_lib.estimate_bytes(config) / config.members
+  gib = 4.5 * per_member / 0.8 / 2 / 2**30  # 4 members on 2 devices
+  runs = {}
+  for name, extra in (('whole', []), ('sliced', [f'--memory_gib={gib!r}'])):
+    proc = run_py(*args, *extra, '--cpu_devices=2',
+                  f'--workdir={tmp_path}/{name}',
+                  f'--checkpoint_dir={tmp_path}/c_{name}')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs[name] = (proc, read_csv(tmp_path / name / 'results.csv'))
+  assert 'its 6 members train 4 at a time, 2 slices' in runs['sliced'][0].stdout
+  timing = ('wall_s', 'compile_s', 'loss')
+  strip = lambda rows: [{k: v for k, v in r.items() if k not in timing}
+                        for r in rows]
+  assert strip(runs['whole'][1]) == strip(runs['sliced'][1])
+  np.testing.assert_allclose([float(r['loss']) for r in runs['whole'][1]],
+                             [float(r['loss']) for r in runs['sliced'][1]],
+                             rtol=2e-7)
+  proc = run_py(*args, f'--memory_gib={gib / 4!r}', '--cpu_devices=2',
+                f'--workdir={tmp_path}/small')
+  assert proc.returncode == 2 and 'even 4 of its members' in proc.stderr
+  assert len(proc.stderr.strip().splitlines()) == 1
+  assert not (tmp_path / 'small').exists()

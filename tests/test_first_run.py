@@ -208,7 +208,8 @@ def test_verdicts_are_a_text_table(run, overview):
   assert header == ['verdict', 'p (Holm)', 'claim', 'count', 'kind', 'test']
   shown = {'held': 'HELD', 'did not hold': 'did not hold'}
   assert [(r[0], r[1], r[4]) for r in rows] == [
-      (shown.get(c['verdict'], c['verdict']), stats.fmt_p(c['p_adjusted']),
+      (shown.get(c['verdict'], c['verdict']), '' if c['p_adjusted'] is None
+       else stats.fmt_p(c['p_adjusted']),
        c['kind']) for c in claims]
   assert '<strong>HELD</strong>' in text['text'] or not any(
       c['verdict'] == 'held' for c in claims)
