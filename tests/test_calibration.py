@@ -39,8 +39,10 @@ FAMILIES = calibration.families()
                          ids=[f'{f.name} ({f.guards})' for f in FAMILIES])
 def test_under_the_null_a_family_errs_at_most_alpha(family):
   key = 'held' if family.guards == calibration.HELD else 'not'
+  # The sizes where a family can err at all (at 4 seeds none decides;
+  # REFERENCE's table has every size).
   decided = {n: calibration.family_rates(family, n, RUNS)[key]
-             for n in calibration.SIZES}
+             for n in (8, 16, 32)}
   bound = calibration.tolerance(RUNS)
   assert all(v <= bound for v in decided.values()), (decided, bound)
 

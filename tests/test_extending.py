@@ -60,10 +60,10 @@ def test_an_experiment_and_a_model_added_as_the_readme_says(tmp_path):
   assert proc.returncode == 0, proc.stderr[-3000:]
   reference = (tree / 'docs' / 'REFERENCE.md').read_text()
   assert '| `irnn` | plain recurrent |' in reference and '| entropy | `' in reference
-  tiny = ['--seeds=6', '--steps=20', '--chunk_steps=10', '--batch_size=16',
+  tiny = ['--seeds=6', '--steps=10', '--chunk_steps=10', '--batch_size=16',
           '--eval_examples=64']
   for args in (['--exp=entropy', '--lengths=8', *tiny],
-               ['--exp=distance', '--models=irnn', '--lengths=3,6', *tiny]):
+               ['--exp=distance', '--models=irnn', '--lengths=3', *tiny]):
     proc = _python(tree, 'run.py', *helpers.cached(args),
                    f'--workdir={tmp_path}/{args[0][6:]}',
                    f'--checkpoint_dir={tmp_path}/ckpt_{args[0][6:]}')
@@ -72,5 +72,5 @@ def test_an_experiment_and_a_model_added_as_the_readme_says(tmp_path):
   assert {r['model'] for r in rows} == {'irnn'}
   assert (tmp_path / 'entropy' / 'summary.json').is_file()
   proc = _python(tree, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
-                 'tests/test_docs.py')
+                 'tests/test_docs.py', '-k', 'reference or readme')
   assert proc.returncode == 0, proc.stdout[-3000:]
