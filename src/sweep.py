@@ -230,11 +230,11 @@ class Sweep:
       # first event, colours in turn): the overview's runs start here, one
       # after another, so the lines of a chart differ in colour.
       series = list(dict.fromkeys(series_of(g) for g in self.groups))
+      if self.final_by_length:  # first: drawn under the models' lines
+        self._axis_guides(series, sorted({g.length for g in self.groups}))
       for run in series:
         record.tb_writer(run_dir.path / 'tb' / OVERVIEW / run,
                          filename_suffix='.start').close()
-      if self.final_by_length:
-        self._axis_guides(series, sorted({g.length for g in self.groups}))
 
   def _axis_guides(self, series, lengths) -> None:
     """AXIS_GUIDES in every finding chart, at every length (written again,
