@@ -582,6 +582,27 @@ def _bound(k: int, n: int, side: str) -> float:
   return stats.rate_upper_bound(k, n, 0.95)
 
 
+# Each kind's test in a few words (its `test` says it whole).
+TEST_NAMES = {
+    THRESHOLD: 'sign test of the median',
+    RELIABILITY: 'binomial bound on the share of seeds',
+    CAPABILITY: 'binomial, best seed (Bonferroni)',
+    IMPOSSIBILITY: 'binomial, every seed (intersection-union)',
+    COMPARISON: 'sign test on the pairs that differ',
+    SHAPE: 'binomial on the seeds that show it',
+}
+
+
+def test_name(c: dict) -> str:
+  """A judged claim's test in a few words: counted, none, or its kind's."""
+  if c.get('p') is None:
+    return 'counted, not sampled' if c.get('verdict') != stats.NOT_APPLICABLE \
+        else 'none: not applicable'
+  if c.get('kind') == COMPARISON and (c.get('evidence') or {}).get('at_least'):
+    return 'binomial bound on the share behind'
+  return TEST_NAMES.get(c.get('kind'), c.get('test', ''))
+
+
 def headline(c: dict) -> str:
   """The one or two numbers behind a judged claim (its summary.json entry),
   for a scorecard."""

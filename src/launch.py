@@ -212,11 +212,11 @@ def check_only(plan: Plan, flags: Flags) -> None:
   sys.exit(0)
 
 
-# Seconds per unit of `Group.work` x steps x members on the CPU of
-# docs/REPORT.md's full run, fitted on its memory-task groups as they ran
-# (docs/ENGINEERING.md): what the estimate below scales. Linear recurrences
-# (the LRU, Mamba) run several times their units on a CPU.
-SECONDS_PER_WORK = 5.6e-8
+# Seconds per unit of `Group.work` x steps x members, and per group (its
+# initialisation, checkpoints and writers), on the CPU of docs/REPORT.md's
+# full run, fitted on the headline's groups as they ran
+# (docs/ENGINEERING.md): what the estimate below adds up.
+SECONDS_PER_WORK, SECONDS_PER_GROUP = 5.1e-8, 1.3
 
 
 def work_table(plan: Plan) -> str:
@@ -236,16 +236,17 @@ def work_table(plan: Plan) -> str:
               for g in module.groups(config)]
     work = sum(g.work * max(g.budgets or (config.steps,)) * config.members
                for g in groups)
-    total += work * SECONDS_PER_WORK
+    seconds = work * SECONDS_PER_WORK + len(groups) * SECONDS_PER_GROUP
+    total += seconds
     rows.append([name, config.exp, f'{len(groups)} groups',
                  f'{config.seeds} x {len(config.rates)}',
-                 f'{work * SECONDS_PER_WORK / 60:.0f} min'])
+                 f'{seconds / 60:.0f} min'])
   from src import record
   return (record.table(rows, ['part' if plan.parts else 'exp', 'experiment',
                               'trains', 'seeds x rates', 'estimated'])
           + f'\nestimated: about {total / 60:.0f} minutes of training at the '
           'speed of the CPU docs/REPORT.md ran on (cells, and compiles, not '
-          'counted; Mamba and the LRU take longer than estimated)')
+          'counted)')
 
 
 def warn_power(plan: Plan) -> None:

@@ -331,22 +331,24 @@ def publish(run_dir, config, summary: dict, draw=None, *,
 
 
 def verdicts_text(claims: list[dict]) -> str:
-  """The claims as a markdown table, verdict and p first (HELD in capitals
-  and bold, did not hold in bold, inconclusive plain), then the claim, the
-  count that decides it, its kind and its test."""
+  """The claims as a markdown table: each row's first cell its verdict
+  (HELD in capitals and bold, did not hold in bold, inconclusive plain) and
+  p, then the claim; the count that decides it and its test in a few words
+  (`claims.test_name`; the whole is in summary.json) beside it. One wide
+  first column: TensorBoard's TEXT tab wraps a narrow column's words in
+  two."""
   from src import claims as claims_lib  # deferred: it imports scipy
   from src import stats
   mark = {'held': '**HELD**', 'did not hold': '**did not hold**'}
-  lines = ['| verdict | p (Holm) | claim | count | kind | test |',
-           '|---|---|---|---|---|---|']
+  lines = ['| verdict, p (Holm): claim | count | test |', '|---|---|---|']
   for c in claims:
     p = c.get('p_adjusted')
     where = ''.join(f' ({k}={c[k]})' for k in ('length', 'd_model', 'decoys')
                     if k in c)
-    lines.append(f'| {mark.get(c["verdict"], c["verdict"])} | '
-                 + ('' if p is None else stats.fmt_p(p))
-                 + f' | {c["claim"]}{where} | {claims_lib.headline(c)} | '
-                 f'{c.get("kind", "")} | {c.get("test", "")} |')
+    said = mark.get(c['verdict'], c['verdict']) + (
+        '' if p is None else f', p {stats.fmt_p(p)}')
+    lines.append(f'| {said}: {c["claim"]}{where} | '
+                 f'{claims_lib.headline(c)} | {claims_lib.test_name(c)} |')
   return '\n'.join(lines)
 
 

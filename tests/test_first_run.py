@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from experiments import distance
-from src import record, stats, sweep
+from src import claims as claims_lib, record, stats, sweep
 from tests import tensorboard_server as tb
 from tests.helpers import ROOT, read_csv, run_py
 
@@ -199,18 +199,20 @@ def _cells(html: str) -> list[list[str]]:
 
 def test_verdicts_are_a_text_table(run, overview):
   """Verdict and p first (held and did not hold told apart at a glance),
-  then the claim, its count, kind and test: one row per claim of
-  summary.json."""
+  then the claim, in one wide cell; its count and test beside it: one row
+  per claim of summary.json."""
   claims = json.loads((run[0] / 'summary.json').read_text())['claims']
   text, = overview.get('/data/plugin/text/text', run='.',
                        tag='claims/text_summary')
   header, *rows = _cells(text['text'])
-  assert header == ['verdict', 'p (Holm)', 'claim', 'count', 'kind', 'test']
+  assert header == ['verdict, p (Holm): claim', 'count', 'test']
   shown = {'held': 'HELD', 'did not hold': 'did not hold'}
-  assert [(r[0], r[1], r[4]) for r in rows] == [
-      (shown.get(c['verdict'], c['verdict']), '' if c['p_adjusted'] is None
-       else stats.fmt_p(c['p_adjusted']),
-       c['kind']) for c in claims]
+  said = lambda c: shown.get(c['verdict'], c['verdict']) + (
+      '' if c['p_adjusted'] is None
+      else f', p {stats.fmt_p(c["p_adjusted"])}') + f': {c["claim"]}'
+  assert len(rows) == len(claims)
+  assert all(r[0].startswith(said(c)) and r[2] == claims_lib.test_name(c)
+             for r, c in zip(rows, claims)), rows
   assert '<strong>HELD</strong>' in text['text'] or not any(
       c['verdict'] == 'held' for c in claims)
 

@@ -36,16 +36,23 @@ class Family:
     claims about recurrence are about these).
   sequential: its forward pass is L dependent steps (a loop over positions),
     not one parallel product.
+  work: a training step's cost per value it keeps, over attention's (the
+    ETA's and the estimates' units, `ModelSpec.step_work`): fitted on the
+    groups of a full run as they ran (docs/ENGINEERING.md has the fit).
   """
   name: str
   recurrent: bool
   sequential: bool
+  work: float = 1.0
 
 
+# A loop over positions' small steps keep a CPU's vector units part idle;
+# the linear recurrences' scans and chunked sums cost more per value kept.
 ATTENTION = Family('attention', recurrent=False, sequential=False)
-GATED = Family('gated recurrent', recurrent=True, sequential=True)
-PLAIN = Family('plain recurrent', recurrent=True, sequential=True)
-LINEAR = Family('linear recurrent', recurrent=True, sequential=False)
+GATED = Family('gated recurrent', recurrent=True, sequential=True, work=1.6)
+PLAIN = Family('plain recurrent', recurrent=True, sequential=True, work=1.6)
+LINEAR = Family('linear recurrent', recurrent=True, sequential=False,
+                work=1.7)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,15 +105,9 @@ class ModelSpec:
   def step_work(self, length: int) -> float:
     """Relative cost of a training step at `length`, for the progress ETA
     and the estimates: the values it keeps per string (at d_model 32),
-    SEQUENTIAL_WORK times over for a loop over positions, whose small steps
-    keep a CPU's vector units part idle."""
-    return self.activations(length, 32, 1, 1) * (
-        SEQUENTIAL_WORK if self.family.sequential else 1)
+    times its family's `work`."""
+    return self.activations(length, 32, 1, 1) * self.family.work
 
-
-# A loop over positions' cost per value kept, over attention's: fitted on
-# the group times of a headline run (docs/ENGINEERING.md has the fit).
-SEQUENTIAL_WORK = 1.6
 
 _REGISTRY: dict[str, ModelSpec] = {}
 
