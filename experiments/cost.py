@@ -236,8 +236,9 @@ def _doublings(price: dict) -> str:
              if cross else ''))
 
 
-PRICE_FAMILY, DEPTH_FAMILY = 'the N x N price', 'all at once'
-LINEAR_FAMILY = 'a parallel linear recurrence: work linear in L'
+PRICE_FAMILY = f'the N x N price (from L = {FOURFOLD_FROM} d_model on)'
+DEPTH_FAMILY = 'all at once'
+LINEAR_FAMILY = 'a linear recurrence: work linear in L'
 # A side claim: how deep an implementation's program is, not the lesson's.
 FORM_DEPTH_FAMILY = 'a linear recurrence\'s form: depth like log L'
 
@@ -324,7 +325,7 @@ def claims(out, full, sequential, config, lengths) -> list[Claim]:
     shape = m[x]['train']['depth_growth']
     form = models_lib.get(x).form
     res.append(_counted(
-        f'A parallel linear recurrence ({x}) costs work linear in L.',
+        f'A linear recurrence ({x}) costs work linear in L.',
         LINEAR_FAMILY, LINEAR[0] <= fe <= LINEAR[1],
         f'FLOPs ~ L^{fe:.2f} (train step, L >= {out["fit_lengths"][0]})',
         dict(model=x), 'log-log slope of the counted FLOPs',

@@ -46,6 +46,7 @@ from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
 from src import gates as gates_lib
+from src import memory
 from src import models as models_lib
 from src import record
 from src import stats
@@ -344,6 +345,11 @@ def _cannot(config, task, name, row, curves, group) -> Claim:
   ceiling = null(task)
   learned = [a for a in row['seeds']
              if a >= ceiling - claims_lib.IMPOSSIBLE_MARGIN]
+  # One head: the class scores' numerators, over one softmax's positive
+  # normaliser, are additive in the two symbols whatever the weights, so
+  # no seed can pass what routing allows: a check of the ceiling, not a
+  # finding.
+  one_head = name.endswith(' h1')
   return Claim(
       f'Without a dense block, attention ({name}) cannot compute '
       f'{task.split("_")[0]} of the two symbols ({task}): it gets no further '
@@ -365,7 +371,12 @@ def _cannot(config, task, name, row, curves, group) -> Claim:
            'depend on the symbols and a linear read-out make every class '
            'score additive in the two symbols; its exact best accuracy '
            '(tasks.routing_ceiling) is 1 for copy, 0.75 for xor, 0.76 for '
-           'sum mod 5, not chance')
+           'sum mod 5, not chance' + (
+               '. A sanity check with one head: each class score is then a '
+               'ratio over one positive softmax normaliser whose numerator '
+               'is additive in the two symbols, so routing\'s ceiling binds '
+               'by construction' if one_head else ''),
+      role=claims_lib.SANITY if one_head else claims_lib.LESSON)
 
 
 def _more_reliably(config, task, name, row, dense_name, dense, curves,
@@ -379,7 +390,8 @@ def _more_reliably(config, task, name, row, dense_name, dense, curves,
   return Claim(
       f'A dense block learns {task.split("_")[0]} of the two symbols '
       f'({task}) more reliably than attention alone: {dense_name} solves it '
-      f'in more seeds than {name}.', claims_lib.COMPARISON, FAMILY_DENSE,
+      f'in more seeds than {name}, {memory.conditions(config)}.',
+      claims_lib.COMPARISON, FAMILY_DENSE,
       dict(x=solved(dense['seeds']), y=solved(row['seeds']),
            x_name=dense_name, y_name=name, digits=0,
            what=f'solved (>= {stats.SOLVED:.0%}: 1) (accuracy '

@@ -419,7 +419,7 @@ def _family(members: list[dict]) -> list[dict]:
               f'{stats.fmt_p(p_adj)} (family of {size}'
               + (f', {len(can)} that can decide' if len(can) < size else '')
               + ')' + (f'; not {direction}: {blocked}' if blocked
-                       and verdict == stats.INCONCLUSIVE else ''))
+                       and p_adj < stats.ALPHA else ''))
     out.append(dict(p_adjusted=p_adj, family_size=size, verdict=verdict,
                     tail=tail))
   return out
@@ -617,7 +617,8 @@ def headline(c: dict) -> str:
   if kind == COMPARISON and 'x' in e:
     n = comparison_counts(e)
     total = n['wins'] + n['ties'] + n['losses'] + n['censored']
-    return (f'{e["x_name"]} ahead in {n["ahead"]} of {total}'
+    said = 'not behind' if e.get('at_least') else 'ahead'
+    return (f'{e["x_name"]} {said} in {n["ahead"]} of {total}'
             + (f', {n["censored"]} censored' if n['censored'] else ''))
   if kind in (CAPABILITY, IMPOSSIBILITY) and e.get('accuracy'):
     return (f'best seed {max(e["accuracy"]):.3f}, null {e["null"]:.3f}')

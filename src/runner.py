@@ -15,6 +15,7 @@ table and the claims.
 """
 
 import concurrent.futures
+import dataclasses
 import contextlib
 import io
 import time
@@ -165,7 +166,9 @@ def verdicts_by_rate(module, config, rows, data: experiment.Measured) -> dict:
         curves=at(data.curves),
         tables={n: at(t) for n, t in data.tables.items()},
         measurements=experiment.Measurements(at(data.measurements.rows)))
-    summary = module.summarize(config, at(rows), mine)
+    # As if the run had trained that rate only: its one-rate gates apply.
+    alone = dataclasses.replace(config, learning_rates=(rate,))
+    summary = module.summarize(alone, at(rows), mine)
     out[f'{rate:g}'] = [(c['claim'], claim_setting(c), c['verdict'])
                         for c in judged(summary.get('claims', []))]
   return out

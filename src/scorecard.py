@@ -77,9 +77,8 @@ def counted(claims: list[dict], role: str = claims_lib.LESSON) -> list[dict]:
 
 # Why a row is inconclusive, as the scorecard says it: what its `measured`
 # text shows (the gate that stopped a direction, or a test that could not
-# decide), first match.
-BLOCKED = ((gates_lib.ONE_RATE, 'one rate'),
-           ('still learning', 'still learning'),
+# decide), first match; one rate where a grid was needed (its `gates`).
+BLOCKED = (('still learning', 'still learning'),
            ('no pair differs', 'no pair differs'),
            ('so it leaves its family', 'cannot decide'))
 
@@ -99,6 +98,8 @@ def row_answer(c: dict) -> str:
     if v != stats.INCONCLUSIVE or c.get('powered', {}).get(part, True):
       said.add(v)
   if said == {stats.INCONCLUSIVE} or not said:
+    if gates_lib.ONE_RATE in (c.get('gates') or {}).values():
+      return 'one rate'
     why = next((name for text, name in BLOCKED
                 if text in c.get('measured', '')), None)
     if why:
@@ -122,7 +123,8 @@ def family_answer(rows: list[dict]) -> str:
   if set(by) == {stats.NOT_HELD}:
     return f'does not hold ({n} of {n} rows)'
   if set(by) == {'unpowered'}:
-    return f'not answered: underpowered in every part ({n} rows)'
+    return (f'not answered: inconclusive where every part\'s plan gave it '
+            f'under 80% power ({n} rows)')
   out = []
   for key, what in ((stats.HELD, 'holds for'), (stats.NOT_HELD, 'not for'),
                     ('split', 'split between powered parts for'),
@@ -133,7 +135,8 @@ def family_answer(rows: list[dict]) -> str:
                                       'decide, for'),
                     ('still learning', 'inconclusive, still learning, for'),
                     ('one rate', 'inconclusive at one rate for'),
-                    ('unpowered', 'underpowered for')):
+                    ('unpowered', 'inconclusive, its plan under 80% power, '
+                                  'for')):
     if key in by:
       out.append(f'{what} {names(key)}')
   return ('; '.join(out) + f' ({len(by.get(stats.HELD, []))} of {n} rows '

@@ -197,6 +197,11 @@ def test_cannot_compute_is_judged_against_what_routing_allows():
                             flat, g))
   assert c['verdict'] == stats.HELD and c['kind'] == 'impossibility'
   assert c['family'] == routing.FAMILY_CANNOT
+  # One head cannot pass routing's ceiling by construction: a sanity
+  # check; with two it could, and the claim is the lesson's.
+  assert c['role'] == 'sanity'
+  assert judge(routing._cannot(_grid(), 'xor_fixed', 'attention h2', routed,
+                               flat, g))['role'] == 'lesson'
   c = judge(routing._cannot(_config(), 'xor_fixed', 'attention h1', routed,
                             flat, g))  # one rate: not at its best
   assert c['verdict'] == stats.INCONCLUSIVE and 'learning_rates' in \

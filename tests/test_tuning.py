@@ -160,6 +160,20 @@ def test_trained_out_reads_the_last_doubling():
   assert trained_out(falling, [], 400)['flat'] is True
 
 
+def test_one_failing_seed_still_learning_leaves_the_failure_unproven():
+  """Four failing seeds flat, a fifth caught mid-jump (its loss falling a
+  third, its accuracy rising): trained out needs every one of them (the
+  median, flat here, would pass it)."""
+  flat = curve_rows('rnn', 20, range(4), [0.70, 0.69, 0.69, 0.69])
+  jumping = curve_rows('rnn', 20, [4], [0.70, 0.69, 0.69, 0.45])
+  check = gates_lib.trained_out(flat + jumping, range(5), 400, model='rnn',
+                                length=20)
+  assert not check['flat'] and sorted(check['falls'])[2] < gates_lib.FLAT
+  assert check['fall'] == pytest.approx(1 - 0.45 / 0.69)
+  assert gates_lib.trained_out(flat, range(4), 400, model='rnn',
+                               length=20)['flat']
+
+
 def test_a_loss_that_falls_with_the_accuracy_flat_is_trained_out():
   """One head at the routing ceiling: 0.75 right, the loss still falling
   by growing confident on what it already answers; not learning the task.

@@ -363,15 +363,21 @@ def test_b_more_dispersed(masses, verdict):
   claim, = by_claim(summary, 'B, the weight')
   assert claim['verdict'] == verdict, claim['measured']
   assert claim['seeds'] == len(masses)
+  assert claim['role'] == 'side'  # A and B exchangeable: not the lesson's
 
 
 @pytest.mark.parametrize('masses,verdict', [
-    ([(0.99, 0.6)] * 8, 'held'), ([(0.6, 0.99)] * 8, 'did not hold'),
-    ([(0.99, 0.6)] * 5 + [(0.6, 0.99)] * 3, 'inconclusive'),
+    ([(0.99, 0.6)] * 8, 'held'),
+    ([(0.6, 0.99)] * 8, 'held'),  # the beam on B: the lesson's A is B here
+    ([(0.99, 0.6)] * 5 + [(0.6, 0.99)] * 3, 'held'),  # each seed its own
+    ([(0.7, 0.6)] * 8, 'did not hold'),  # no class over 0.9
     ([(0.96, 0.6)] * 7 + [(0.85, 0.6)], 'held'),  # 7 of 8, one just under
+    ([(0.96, 0.6)] * 4 + [(0.85, 0.8)] * 4, 'inconclusive'),
 ])
-def test_a_over_ninety(masses, verdict):
-  claim, = by_claim(attention_summary(masses), 'starting with A')
+def test_one_class_over_ninety(masses, verdict):
+  """A and B are exchangeable: each seed's beamed class is its own (the
+  lesson's A), its mass on position 0 against 0.9, the median over seeds."""
+  claim, = by_claim(attention_summary(masses), 'one class (A in the lesson)')
   assert claim['verdict'] == verdict, claim['measured']
   assert claim['kind'] == 'threshold' and 'sign test' in claim['test']
 
