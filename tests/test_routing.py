@@ -187,48 +187,42 @@ def _grid(steps=1000):
 
 def test_cannot_compute_is_judged_against_what_routing_allows():
   """XOR's null is 0.75, not chance: a head at 0.75 only routes; one at
-  1.0 computes; "cannot" needs a rate grid and flat losses."""
+  1.0 computes; "cannot" needs a rate grid and flat losses. With one head
+  routing's ceiling binds by construction: a sanity check, no gate."""
   g = _Group('a')
   flat = _curves('a', range(10), 0.693, 0.69)
   assert routing.null('xor_fixed') == 0.75 and routing.null('sum_tagged') == \
       pytest.approx(0.76)
   routed = _row([0.75] * 10)
-  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1', routed,
-                            flat, g))
+  cannot = lambda config, row, curves, name='attention h2': judge(
+      routing._cannot(config, 'xor_fixed', name, row, curves, g))
+  c = cannot(_grid(), routed, flat)
   assert c['verdict'] == stats.HELD and c['kind'] == 'impossibility'
-  assert c['family'] == routing.FAMILY_CANNOT
-  # One head cannot pass routing's ceiling by construction: a sanity
-  # check; with two it could, and the claim is the lesson's.
-  assert c['role'] == 'sanity'
-  assert judge(routing._cannot(_grid(), 'xor_fixed', 'attention h2', routed,
-                               flat, g))['role'] == 'lesson'
-  c = judge(routing._cannot(_config(), 'xor_fixed', 'attention h1', routed,
-                            flat, g))  # one rate: not at its best
-  assert c['verdict'] == stats.INCONCLUSIVE and 'learning_rates' in \
-      c['measured']
+  assert c['family'] == routing.FAMILY_CANNOT and c['role'] == 'lesson'
+  c = cannot(_config(), routed, flat)  # one rate: not at its best
+  assert c['verdict'] == stats.INCONCLUSIVE
+  assert 'learning_rates' in c['measured']
   falling = _curves('a', range(10), 0.69, 0.3)
-  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1', routed,
-                            falling, g))
+  c = cannot(_grid(), routed, falling)
   assert c['verdict'] == stats.INCONCLUSIVE and 'still learning' in \
       c['measured']
-  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1',
-                            _row([0.75] * 9 + [1.0]), falling, g))
+  c = cannot(_grid(), _row([0.75] * 9 + [1.0]), falling)
   assert c['verdict'] == stats.NOT_HELD  # one seed computes it
   # Above chance + 0.05, at the routing null: the old rule's "did not hold"
   # is held here.
-  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1',
-                            _row([0.74, 0.75, 0.76] * 3 + [0.75]), flat, g))
+  c = cannot(_grid(), _row([0.74, 0.75, 0.76] * 3 + [0.75]), flat)
   assert c['verdict'] == stats.HELD, c['measured']
   # No seed learned even to route (all far below 0.75): not applicable, and
   # held as soon as one seed reaches what routing allows.
   stuck = [0.3, 0.45, 0.2, 0.4, 0.35] * 2
-  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1',
-                            _row(stuck), flat, g))
+  c = cannot(_grid(), _row(stuck), flat)
   assert c['verdict'] == stats.NOT_APPLICABLE
   assert 'no seed reached what routing allows' in c['measured']
-  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h1',
-                            _row(stuck[:-1] + [0.71]), flat, g))
+  c = cannot(_grid(), _row(stuck[:-1] + [0.71]), flat)
   assert c['verdict'] == stats.HELD
+  # One head: a sanity check, held at one rate and still learning alike.
+  c = cannot(_config(), routed, falling, 'attention h1')
+  assert c['role'] == 'sanity' and c['verdict'] == stats.HELD, c['measured']
 
 
 def test_more_reliably_decides_on_the_pairs_that_differ():
