@@ -12,6 +12,7 @@ command that reproduces it. The links are relative: zip the folder or push
 it to GitHub and it still reads.
 """
 
+import collections
 import dataclasses
 import json
 import re
@@ -288,12 +289,14 @@ def merge_claims(parts) -> list[dict]:
           c.get('kind', ''), int(c.get('seeds') or 0),
           int(c.get('family_size') or 1), rate=(c.get('evidence') or {}).get(
               'rate', claims_lib.RELIABLE_RATE),
-          gated=gates_lib.ONE_RATE in (c.get('gates') or {}).values())
+          gated=gates_lib.ONE_RATE in (c.get('gates') or {}).values(),
+          at_least=bool((c.get('evidence') or {}).get('at_least')))
       if text not in index:
         index[text] = len(out)
         out.append(dict(experiment=name, claim=text, verdict=c['verdict'],
                         role=c.get('role', claims_lib.LESSON),
                         label=row_label(c),
+                        trained_label=row_label(c, trained=True),
                         powered={name: power >= power_lib.POWER_WANTED},
                         measured=c['measured'], note=c.get('note', ''),
                         kind=c.get('kind', ''), test=c.get('test', ''),
@@ -312,6 +315,13 @@ def merge_claims(parts) -> list[dict]:
       if len(set(first['verdicts'].values())) > 1:
         first['verdict'] = '; '.join(f'{v} ({p})'
                                      for p, v in first['verdicts'].items())
+  # Two rows of a family that the setting alone does not tell apart are
+  # told apart by their training (one rate or a grid, the steps).
+  seen = collections.Counter((c['family'], c['label']) for c in out)
+  for c in out:
+    trained = c.pop('trained_label')
+    if seen[c['family'], c['label']] > 1:
+      c['label'] = trained
   return with_false_discovery_rate(out)
 
 
@@ -332,17 +342,26 @@ def with_false_discovery_rate(claims: list[dict]) -> list[dict]:
   return claims
 
 
-def row_label(c: dict) -> str:
+def row_label(c: dict, trained: bool = False) -> str:
   """A row's setting in a few words, for the scorecard: the model as the
   sentence names it (its first parenthesis: 'attention h2'), the task, the
-  layers, what it is set against, and the length, width or decoys."""
+  layers, what it is set against, with `trained` the training its sentence
+  names, and the length, width or decoys."""
   named = re.search(r'\(([^()]*)\)', c['claim'])
   model = c.get('model') or ''
   if named and model and named.group(1).startswith(model):
     model = named.group(1).split(';')[0]
+  # The training its sentence names (memory.conditions): one rate or the
+  # best of a grid, and the steps.
+  trained = trained and re.search(r'(at one rate \(([^)]*)\)|each at its best of rates '
+                      r'([0-9.e, -]*)), after (\d+) steps', c['claim'])
+  if trained and (found := trained):
+    trained = (f'rate {found.group(2)}' if found.group(2) else
+               f'best of {found.group(3).count(",") + 1} rates') + (
+                   f', {found.group(4)} steps')
   parts = [model, c.get('task') or '',
            f'{c["num_layers"]} layers' if c.get('num_layers') else '',
-           f'vs {c["versus"]}' if c.get('versus') else '']
+           f'vs {c["versus"]}' if c.get('versus') else '', trained or '']
   return ', '.join(x for x in parts if x) + runner.claim_setting(c)
 
 

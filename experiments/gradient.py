@@ -318,7 +318,8 @@ def along_one_string(config, model, bridge) -> Claim:
   fits = list(bridge['init']['fits_per_seed'].values())
   return Claim(
       f'Through recurrence ({model}) the signal dies away exponentially with '
-      'distance along one string (at initialisation).', claims_lib.SHAPE,
+      f'distance along one string, over distances 1 to {bridge["length"] - 1} '
+      '(at initialisation).', claims_lib.SHAPE,
       FAMILY,
       dict(shows=[decays(f) for f in fits],
            what=f'exponential fits better than a power law, with a falling '
@@ -333,7 +334,10 @@ def along_one_string(config, model, bridge) -> Claim:
            f'first value at or below {stats.FLOOR:g} (float32 underflow); '
            'the smaller residual sum of squares names the shape; a seed '
            'counts when the exponential wins with a falling slope (fewer '
-           'than 3 distances to fit: it does not)')
+           'than 3 distances to fit: it does not). Over a window shorter '
+           'than a model\'s slowest time constants (the LRU\'s |lambda| up '
+           'to 0.999: about 1,000 steps) a spread of decay rates sums to a '
+           'power law, so the verdict is the window\'s')
 
 
 def figure(config, summary, rows, kept, folder, writer=None, tables=None):

@@ -243,9 +243,18 @@ def fills_up(table, model, attention, length, pairs, widths, config,
       f'd={w}: ' + ' -> '.join(
           f'{np.mean(list(table[model, length, P, w].values())):.3f}'
           for P in pairs) for w in widths)
-  never = (f'not applicable: {model} did not learn the task at P={lo} '
+  alone = {w: [s for s in seeds if stats.solved(table[model, length, lo, w][s])]
+           for w in widths}
+  at_lo = trained_out(curves, failing_runs(table, model, length, [lo], widths,
+                                           seeds), config.steps)
+  never = (f'not applicable: {model} learned the task at P={lo} in no seed, '
+           f'on the mean over d_model {", ".join(map(str, widths))} '
            '(accuracy per seed ' + ' '.join(
-               f'{a:.3f}' for a in acc(model, lo)) + ')')
+               f'{a:.3f}' for a in acc(model, lo)) + ')' + ''.join(
+               f'; at d_model {w} alone, seeds {", ".join(map(str, v))}'
+               for w, v in alone.items() if v) + '; '
+           + ('its failing runs trained out' if at_lo['flat'] else
+              gates_lib.still_learning(at_lo) + ': it may yet learn it'))
   return [
       Claim(f'At a fixed width, {model} recalls a smaller share of the pairs '
             f'as they grow, more so than attention ({attention}): its '

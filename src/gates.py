@@ -51,9 +51,9 @@ def trained_out(curves, seeds, step: int, **match) -> dict:
   failing `seeds`' training loss (curves.csv rows matching `match`) fell by
   less than FLAT, a seed whose train and test accuracy both moved by less
   than ACCURACY_FLAT (its loss by less than ACCURACY_LOSS_CAP) counting as a
-  fall of 0. {flat, fall, falls, seeds, step, accuracy_flat:
-  how many seeds so counted}; with no seed to judge it is flat (no seed failed), with no
-  curve it is not (nothing shows it stopped)."""
+  fall of 0. {flat, fall, falls, seeds, step, accuracy_flat: how many
+  seeds so counted}; with no seed to judge it is flat (no seed failed),
+  with no curve it is not (nothing shows it stopped)."""
   seeds = list(seeds)
   if not seeds:
     return checked([], 0, step)
@@ -125,3 +125,15 @@ def grid_gate(direction: str, rates) -> dict:
   """{direction: reason} for a claim whose `direction` says a model cannot:
   empty when a grid of rates was trained (each group at its best)."""
   return {} if len(rates) > 1 else {direction: ONE_RATE}
+
+
+def edge_gate(direction: str, rates, chosen: float | None) -> dict:
+  """{direction: reason} for a claim whose `direction` says a model failed
+  at its best rate of a grid: empty unless that rate (`chosen`, its group's
+  selected) is the grid's smallest or largest, where a rate past it, never
+  tried, may do better."""
+  if len(rates) < 2 or chosen is None or min(rates) < chosen < max(rates):
+    return {}
+  return {direction: f'its best rate ({chosen:g}) is at an end of the grid '
+                     f'({", ".join(f"{r:g}" for r in sorted(rates))}): a '
+                     'rate past it, never tried, may do better'}

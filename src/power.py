@@ -7,8 +7,9 @@ one's."""
 
 from src import gates as gates_lib
 from src import stats
-from src.claims import (CAPABILITY, COMPARISON, IMPOSSIBILITY, RELIABILITY,
-                        RELIABLE_RATE, THRESHOLD, SHAPE)
+from src.claims import (AS_FAR_MARGIN, CAPABILITY, COMPARISON,
+                        IMPOSSIBILITY, RELIABILITY, RELIABLE_RATE, THRESHOLD,
+                        SHAPE)
 
 # The effects the power plan assumes, one per kind, fixed before any run.
 EFFECTS = {
@@ -16,7 +17,8 @@ EFFECTS = {
     RELIABILITY: 'a true rate of 0.98 (one seed in 50 fails)',
     CAPABILITY: 'half the seeds succeed',
     IMPOSSIBILITY: 'every seed at the null, trained out',
-    COMPARISON: 'the first ahead in 4 seeds of 5, behind in the fifth',
+    COMPARISON: 'the first ahead in 4 seeds of 5, behind in the fifth (as '
+                'far as: never behind)',
     SHAPE: 'the shape in 9 seeds of 10',
 }
 POWER_WANTED = 0.8
@@ -24,11 +26,12 @@ POWER_WANTED = 0.8
 
 def power(kind: str, n: int, family_size: int = 1, *,
           rate: float = RELIABLE_RATE, alpha: float = stats.ALPHA,
-          gated: bool = False) -> float:
+          gated: bool = False, at_least: bool = False) -> float:
   """The chance that a claim of `kind` on `n` seeds says its direction at
   the kind's declared effect (EFFECTS), at Holm's strictest step (alpha /
   family_size). `gated`: the direction needs what one run cannot give (a
-  rate grid for "cannot"): 0."""
+  rate grid for "cannot"): 0. `at_least`: an "as far as" comparison, held
+  on the share of seeds behind (never behind: held where n seeds can)."""
   if gated or n == 0:
     return 0.0
   a = alpha / family_size
@@ -40,6 +43,8 @@ def power(kind: str, n: int, family_size: int = 1, *,
     return 1 - 0.5 ** n
   if kind == IMPOSSIBILITY:
     return 1.0
+  if kind == COMPARISON and at_least:
+    return float(stats.rate_below(0, n, AS_FAR_MARGIN) < a)
   if kind == COMPARISON:
     return _binomial_power(n, 0.5, 0.8, a)
   return _binomial_power(n, 0.5, 0.9, a)
@@ -74,7 +79,8 @@ def plan(claims: list) -> list[dict]:
                     family_size=sizes[c.family],
                     power=power(c.kind, c.seeds, sizes[c.family],
                                 rate=c.evidence.get('rate', RELIABLE_RATE),
-                                gated=gated),
+                                gated=gated,
+                                at_least=bool(c.evidence.get('at_least'))),
                     effect=EFFECTS[c.kind],
                     why=c.gates.get(stats.HELD, '') if gated else ''))
   return out

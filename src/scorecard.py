@@ -124,34 +124,63 @@ def family_answer(rows: list[dict]) -> str:
     return f'does not hold ({n} of {n} rows)'
   if set(by) == {'unpowered'}:
     return (f'not answered: inconclusive where every part\'s plan gave it '
-            f'under 80% power ({n} rows)')
+            f'under 80% power ({n} row{"s" * (n > 1)})')
   out = []
-  for key, what in ((stats.HELD, 'holds for'), (stats.NOT_HELD, 'not for'),
-                    ('split', 'split between powered parts for'),
-                    (stats.INCONCLUSIVE, 'inconclusive for'),
-                    ('no pair differs', 'inconclusive, no pair differing, '
-                                        'for'),
-                    ('cannot decide', 'inconclusive, its data too few to '
-                                      'decide, for'),
-                    ('still learning', 'inconclusive, still learning, for'),
-                    ('one rate', 'inconclusive at one rate for'),
-                    ('unpowered', 'inconclusive, its plan under 80% power, '
-                                  'for')):
+  for key, what in ANSWERS:
     if key in by:
       out.append(f'{what} {names(key)}')
   return ('; '.join(out) + f' ({len(by.get(stats.HELD, []))} of {n} rows '
           'held)')
 
 
+# The answers a family's rows can give, in the order a mixed family names
+# them (its headline is the first named row's).
+ANSWERS = ((stats.HELD, 'holds for'), (stats.NOT_HELD, 'not for'),
+                    ('split', 'split between powered parts for'),
+           (stats.INCONCLUSIVE, 'inconclusive for'),
+           ('no pair differs', 'inconclusive, no pair differing, for'),
+           ('cannot decide', 'inconclusive, its data too few to decide, for'),
+           ('still learning', 'inconclusive, still learning, for'),
+           ('one rate', 'inconclusive at one rate for'),
+           ('unpowered', 'inconclusive, its plan under 80% power, for'))
+
+
 def answers(claims: list[dict]) -> list[str]:
-  """Per family of `claims` (in order): its name and its answer, the
-  headline of its first row beside it."""
+  """Per family of `claims` (in order): its name and its answer, beside it
+  the headline of the row its answer names first."""
   families = {}
   for c in claims:
     families.setdefault(c['family'] or c['claim'], []).append(c)
-  return [f'{family[0].upper()}{family[1:]}: **{family_answer(rows)}**'
-          + (f' ({rows[0]["headline"]})' if rows[0].get('headline') else '')
-          for family, rows in families.items()]
+  out = []
+  for family, rows in families.items():
+    order = [key for key, _ in ANSWERS]
+    lead = min(rows, key=lambda c: order.index(row_answer(c)))
+    out.append(f'{family[0].upper()}{family[1:]}: **{family_answer(rows)}**'
+               + (f' ({lead["headline"]})' if lead.get('headline') else ''))
+  return out
+
+
+def answered(c: dict) -> str:
+  """A counted row's verdict as its answer counts it: an inconclusive from
+  parts whose plans were all under 80% power is underpowered."""
+  answer = row_answer(c)
+  if answer in (stats.HELD, stats.NOT_HELD) or answer == 'split':
+    return c['verdict'] if answer == 'split' else answer
+  return (stats.INCONCLUSIVE + ' (underpowered)' if answer == 'unpowered'
+          else stats.INCONCLUSIVE)
+
+
+def unanswered(every: list[dict]) -> list[str]:
+  """The lesson families of `every` whose rows are all not applicable: not
+  answered, with the count."""
+  families = {}
+  for c in every:
+    if c.get('role', claims_lib.LESSON) == claims_lib.LESSON:
+      families.setdefault(c['family'] or c['claim'], []).append(c)
+  return [f'{family[0].upper()}{family[1:]}: **not answered: not applicable '
+          f'in every row ({len(rows)}), each saying why**'
+          for family, rows in families.items()
+          if all(c['verdict'] == stats.NOT_APPLICABLE for c in rows)]
 
 
 def scorecard(claims: list[dict], link: str = '') -> str:
@@ -173,8 +202,8 @@ def scorecard(claims: list[dict], link: str = '') -> str:
                          'or not applicable only)' if every
                          else 'not measured in this run')
     else:
-      answer = '; '.join(answers(mine))
-      counts = verdict_counts([c['verdict'] for c in mine])
+      answer = '; '.join(answers(mine) + unanswered(every))
+      counts = verdict_counts([answered(c) for c in mine])
     lines.append(f'| {number} | **{title}**: {words} | {answer} | {counts} | '
                  f'[§{number}]({link}#{anchor(number)}) |')
   return '\n'.join(lines)
@@ -194,7 +223,7 @@ def side_claims(claims: list[dict], link: str = '') -> str:
     for rows, answer in zip(families.values(), answers(mine)):
       lines.append(f'| {number} | {answer.split(": **")[0]} | '
                    f'**{answer.split(": **", 1)[1]} | '
-                   f'{verdict_counts([c["verdict"] for c in rows])} | '
+                   f'{verdict_counts([answered(c) for c in rows])} | '
                    f'[§{number}]({link}#{anchor(number)}) |')
   sanity = counted(claims, claims_lib.SANITY)
   na = [c for c in claims if c['verdict'] == stats.NOT_APPLICABLE]
@@ -204,7 +233,7 @@ def side_claims(claims: list[dict], link: str = '') -> str:
       f'\n\nShown in their sections, not counted: {len(sanity)} sanity '
       f'checks (checks that cannot fail by construction: '
       f'{verdict_counts([c["verdict"] for c in sanity]) or "none"}) and '
-      f'{len(na)} rows not applicable (measured on a model that did not '
-      'learn the task).' + (
+      f'{len(na)} rows not applicable (each says why: a model that did not '
+      'learn what the claim is about).' + (
           ' **Sanity checks not held**: ' + '; '.join(failed)
           if failed else ''))

@@ -139,8 +139,9 @@ MUTANTS = {
         'src/gates.py', 'fall = float(np.max(falls)) if falls',
         'fall = float(np.median(falls)) if falls'),
     'trained out: a still-falling loss accepted': (
-        'src/gates.py', "'flat': not seeds or bool(np.isfinite(fall) and "
-        "fall < FLAT)", "'flat': True"),
+        'src/gates.py', "'flat': not seeds or bool(len(falls) == seeds\n"
+        "                                    and np.isfinite(fall) and fall "
+        "< FLAT)", "'flat': True"),
     'tuning: the worst rate selected': (
         'src/runner.py', 'return int(np.argmax(np.nan_to_num(acc, '
         'nan=-1.0).mean(axis=1)))', 'return int(np.argmin(np.nan_to_num('

@@ -251,6 +251,46 @@ def test_a_rows_label_tells_its_settings_apart():
   assert one == 'attention, 1 layers' and two == 'attention, 2 layers'
 
 
+def test_two_rows_of_a_family_alike_but_for_their_training_say_it():
+  claim = lambda text, **kw: dict(claim=text, verdict='held', measured='',
+                                  family='gating', model='lstm_chrono',
+                                  versus='rnn', **kw)
+  one, grid = all_exp.merge_claims([
+      ('distance', [claim('G (lstm_chrono) beats R (rnn) at one rate '
+                          '(0.003), after 500 steps.')]),
+      ('gating', [claim('G (lstm_chrono) beats R (rnn) each at its best of '
+                        'rates 0.001, 0.003, 0.01, after 1000 steps.')])])
+  assert one['label'] == 'lstm_chrono, vs rnn, rate 0.003, 500 steps'
+  assert grid['label'] == 'lstm_chrono, vs rnn, best of 3 rates, 1000 steps'
+  alone, = all_exp.merge_claims([('gating', [claim(
+      'G (lstm_chrono) beats R (rnn) at one rate (0.003), after 500 steps.')
+  ])])
+  assert alone['label'] == 'lstm_chrono, vs rnn'
+
+
+def test_the_answer_quotes_the_headline_of_the_row_it_names_first():
+  f = 'x beams'
+  rows = [dict(_row(f, {'a': 'did not hold'}, label='m'), headline='low'),
+          dict(_row(f, {'a': 'held'}, label='n'), headline='high')]
+  answer, = scorecard.answers(rows)
+  assert answer.startswith('X beams: **holds for n; not for m')
+  assert answer.endswith('(high)')
+
+
+def test_the_counts_say_what_the_answer_says():
+  """An inconclusive from parts all under 80% power counts as
+  underpowered, as its answer says; a family whose rows are all not
+  applicable is not answered, and said so."""
+  rows = [_row('attention recalls', {'recall': 'inconclusive'},
+               powered={'recall': False}, lesson=9),
+          dict(_row('the summary fills up', {'recall': 'not applicable'},
+                    lesson=9), verdict='not applicable')]
+  card = scorecard.scorecard(rows).splitlines()[10]
+  assert ('under 80% power (1 row)**; The summary fills up: **not answered: '
+          'not applicable in every row (1), each saying why** | 1 '
+          'inconclusive (1 underpowered) |') in card
+
+
 def test_the_scorecard_counts_neither_side_claims_nor_sanity_checks():
   rows = [_row('attention stays', {'distance': 'held'}),
           _row('gating carries', {'distance': 'did not hold'}, role='side'),

@@ -87,6 +87,24 @@ def test_one_seed_solving_is_a_capability():
   assert c.p == pytest.approx(8 / 1024)
 
 
+def test_the_best_seed_shown_is_the_most_accurate_where_none_clears():
+  """Every seed far below the null: each p is 1, and the seed shown is the
+  most accurate, in the row and its headline alike."""
+  e = dict(accuracy=[0.181, 0.182, 0.17], strings=1024, null=0.5)
+  c = verdict(claims.IMPOSSIBILITY, e)
+  assert 'best seed 0.182' in c.measured
+  assert claims.headline(dict(kind=claims.IMPOSSIBILITY, evidence=e,
+                              p=c.p)) == 'best seed 0.182, null 0.500'
+
+
+def test_a_long_fit_is_cut_between_items():
+  what = ', '.join(f'model_{i} L^1.00' for i in range(12)) + '; more'
+  said = claims.headline(dict(kind=claims.SHAPE, p=None, evidence=dict(
+      exact=True, shows=[True], what=what)))
+  assert len(said) <= 95 and said.endswith(', ...')
+  assert said[:-5] in what and what[len(said) - 5:].startswith(', ')
+
+
 @pytest.mark.parametrize('accuracy,gates,expected', [
     ([0.75] * 10, {}, 'held'),  # at the null, far below null + 0.05
     ([0.75] * 9 + [1.0], {}, 'did not hold'),  # one seed computes

@@ -100,17 +100,31 @@ def test_mamba_chunks_equal_step_by_step_scan(chunk, length, monkeypatch):
   np.testing.assert_allclose(chunked, recurrent, rtol=RTOL, atol=ATOL)
 
 
-# Chunks of 4 positions (the CPU's own; on another backend the same code at
-# a fraction of the compile time of its longer unrolled chunk).
+@pytest.mark.parametrize('length', (7, 16))
+def test_mamba_parallel_scan_equals_step_by_step_scan(length, monkeypatch):
+  """The accelerators' form (an associative scan), run on the CPU."""
+  monkeypatch.setattr(mamba, 'parallel_scan', lambda: True)
+  model = make('mamba', length=length, num_layers=2, seed=3)
+  x = model.embed(tokens(batch=3, length=length, seed=7))
+  parallel, recurrent = jitted(model, lambda m, x: (
+      m.hidden_states(x), m.hidden_states(x, recurrent=True)), x)
+  np.testing.assert_allclose(parallel, recurrent, rtol=RTOL, atol=ATOL)
+
+
+# Chunks of 4 positions (the sequential form's own).
 GRADIENT_CHUNK = 4
 
 
-@pytest.mark.parametrize('length', chunk_lengths(GRADIENT_CHUNK))
+@pytest.mark.parametrize('parallel, length', [
+    (False, length) for length in chunk_lengths(GRADIENT_CHUNK)] + [
+    (True, 9)])
 def test_mamba_gradients_equal_autodiff_of_the_step_by_step_scan(
-    length, monkeypatch):
-  """`selective_scan`'s own VJP (states recomputed chunk by chunk, the
-  gradient run backwards) against JAX's autodiff of `lax.scan`."""
+    parallel, length, monkeypatch):
+  """The chunked scan's own VJP (states recomputed chunk by chunk, the
+  gradient run backwards), and autodiff of the accelerators' associative
+  scan, against JAX's autodiff of `lax.scan`."""
   monkeypatch.setattr(mamba, 'scan_chunk', lambda: GRADIENT_CHUNK)
+  monkeypatch.setattr(mamba, 'parallel_scan', lambda: parallel)
   # One layer: every input of the scan already depends on the parameters.
   model = make('mamba', length=length, seed=4)
   x = model.embed(tokens(batch=3, length=length, seed=6))
@@ -330,6 +344,14 @@ def test_registry_entries_and_no_loop_over_positions(name):
   scans = scan_lengths(jaxpr)
   assert all(n <= mamba.scan_chunk() for n in scans), scans
   assert bool(scans) == (name == 'mamba')
+
+
+def test_mamba_on_an_accelerator_has_no_scan(monkeypatch):
+  monkeypatch.setattr(mamba, 'parallel_scan', lambda: True)
+  model = make('mamba', length=13, num_layers=2)
+  jaxpr = jax.make_jaxpr(lambda t: model(t)[0])(tokens(length=13)).jaxpr
+  assert not scan_lengths(jaxpr) and not re.search(r'\bwhile\[', str(jaxpr))
+  assert models.get('mamba').activations(200, 32, 1, 1) > 10 * 200 * 64 * 16
 
 
 # -- learning ----------------------------------------------------------------------

@@ -181,8 +181,16 @@ def test_claims_on_hand_made_tables():
   c_never = claims_of(never, flat)
   for key in ('pairs', 'share'):
     assert c_never['lru', key]['verdict'] == 'not applicable'
-    assert 'did not learn the task at P=4' in c_never['lru', key][
+    assert 'learned the task at P=4 in no seed' in c_never['lru', key][
         'measured']
+    assert c_never['lru', key]['measured'].endswith('trained out')
+  # One width learning it is said; still learning too (it may yet learn).
+  one = [dict(r, accuracy='0.1') if r['model'] == 'lru' and (
+      r['d_model'] != '64' or r['seed'] != '3') else r for r in rows]
+  c_one = claims_of(one, curves_for(names, 0.3, seeds=24))
+  said = c_one['lru', 'share']['measured']
+  assert 'at d_model 64 alone, seeds 3' in said, said
+  assert 'still learning at 100 steps' in said and 'may yet' in said
   # Still learning: the same numbers are inconclusive.
   c = claims_of(rows, curves_for(names, 0.3, seeds=24))
   assert all(v['verdict'] == 'inconclusive' for k, v in c.items()

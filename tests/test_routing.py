@@ -241,6 +241,38 @@ def test_more_reliably_decides_on_the_pairs_that_differ():
   assert 'no pair differs' in c['measured']
 
 
+def test_a_failure_at_an_end_of_the_grid_is_left_open():
+  """Held says attention failed at its best rate: still learning, or that
+  rate at an end of the grid (a rate past it never tried), leaves it open;
+  one head fails by construction (routing's ceiling), whatever the rate or
+  the training."""
+  g = _Group('a')
+  flat, falling = (_curves('a', range(10), 0.693, end) for end in (0.69, 0.3))
+  dense = _row([1.0] * 10)
+  weak = lambda rate: dict(_row([0.5] * 9 + [1.0]), rate=rate)
+  more = lambda name, row, curves: judge(routing._more_reliably(
+      _grid(), 'xor_fixed', name, row, 'transformer h2', dense, curves, g))
+  grid = (1e-3, 3e-3, 1e-2)
+  interior = dataclasses.replace(_grid(), learning_rates=grid)
+  c = judge(routing._more_reliably(interior, 'xor_fixed', 'attention h2',
+                                   weak(3e-3), 'transformer h2', dense, flat,
+                                   g))
+  assert c['verdict'] == stats.HELD, c['measured']
+  for rate in (1e-3, 3e-3):  # _grid(): both rates are its ends
+    c = more('attention h2', weak(rate), flat)
+    assert c['verdict'] == stats.INCONCLUSIVE
+    assert 'at an end of the grid (0.001, 0.003)' in c['measured']
+  c = more('attention h2', weak(None), falling)
+  assert c['verdict'] == stats.INCONCLUSIVE and 'still learning' in \
+      c['measured']
+  c = more('attention h1', weak(1e-3), falling)
+  assert c['verdict'] == stats.HELD and 'by construction' in c['note']
+  c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h2',
+                            dict(_row([0.75] * 10), rate=3e-3), flat, g))
+  assert c['verdict'] == stats.INCONCLUSIVE and 'end of the grid' in \
+      c['measured']
+
+
 def test_one_beam_rule_counts_only_the_solving_seeds():
   split = [dict(seed=s, mass_first=0.45, mass_second=0.5, accuracy=1.0)
            for s in range(10)]

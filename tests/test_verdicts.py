@@ -121,6 +121,10 @@ def test_attention_stays_at_100(att, seeds, verdict):
     (upto(1000), upto(lambda s: 1000 if s % 2 else 50), 16, 'did not hold'),
     (upto(1000), upto(lambda s: 50 if s < 2 else 1000), 16, 'inconclusive'),
     (upto(1000), upto(20), 16, 'did not hold'),
+    # Behind in 9 of 16, ahead in 7: the share behind is past the margin,
+    # whatever the pairs that differ say (a sign test: 9 against 7).
+    (upto(lambda s: 50 if s < 7 else 1000),
+     upto(lambda s: 1000 if s < 7 else 50), 16, 'did not hold'),
 ])
 def test_linear_recurrence_as_far_as_attention(attention_, lru, seeds,
                                                verdict):

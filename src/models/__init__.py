@@ -444,18 +444,19 @@ register(ModelSpec(
 register(ModelSpec(
     'mamba', LINEAR, mamba_lib.MambaClassifier,
     about='a selective SSM block (Gu & Dao 2023): input-dependent Delta, B, C, '
-          'a short causal convolution and a gate, RMSNorm pre-norm; its '
-          'selective scan runs over chunks of positions (4 on a CPU, 64 '
-          "elsewhere: a `lax.scan` carrying the state, each chunk's positions "
-          'unrolled), keeping only the state entering each chunk, which its '
-          'own VJP recomputes from (no (B, L, I, N) tensor)',
+          'a short causal convolution and a gate, RMSNorm pre-norm; on a '
+          'CPU its selective scan runs over chunks of positions (a '
+          "`lax.scan` carrying the state, each chunk's positions unrolled), "
+          'keeping only the state entering each chunk, which its own VJP '
+          'recomputes from (no (B, L, I, N) tensor); on an accelerator as an '
+          'associative scan over positions',
     init='state-spaces/mamba (Gu & Dao 2023): A = -(1..N) (S4D-real), D = 1, '
          'softplus(dt bias) log-uniform [0.001, 0.1], projections and conv '
          'PyTorch default U(+-1/sqrt(fan_in)), out_proj / sqrt(layers); '
          'embeddings Flax default, normal with std 1/sqrt(d_model) '
          '(PyTorch\'s nn.Embedding: N(0, 1))',
     color='#17becf', architecture='mamba',
-    form='a lax.scan over chunks of positions ('
-         f'{mamba_lib.SCAN_CHUNK_BY_BACKEND["cpu"]} on a CPU), each unrolled',
+    form=f'on a CPU a lax.scan over chunks of {mamba_lib.SCAN_CHUNK} '
+         'positions, each unrolled; on an accelerator an associative scan',
     activations=footprint.mamba_activations, layered=True,
     state_floats=footprint.mamba_state))

@@ -59,11 +59,16 @@ def lru_activations(L, D, H, layers):
 
 
 def mamba_activations(L, D, H, layers):
-  # Per layer: the (L, E*D) projections, convolution, Delta and gate, and the
-  # (E*D, N) state entering each chunk, all `selective_scan` keeps of its
-  # states (it recomputes a chunk's in the backward pass).
+  # Per layer: the (L, E*D) projections, convolution, Delta and gate; in
+  # sequence (a CPU) the (E*D, N) state entering each chunk, all the chunked
+  # scan keeps of its states (it recomputes a chunk's in the backward pass);
+  # in parallel (an accelerator) about 12 (L, N, E*D) tensors: the decays,
+  # inputs and states and the associative scan's levels (XLA's memory
+  # analysis of the parallel form compiled for the CPU, L 50 and 200: 11-12).
   I, N = mamba.MAMBA_EXPAND * D, mamba.MAMBA_STATE
-  return layers * (12 * L * I + (L // mamba.scan_chunk() + 1) * I * N)
+  states = (12 * L if mamba.parallel_scan()
+            else L // mamba.scan_chunk() + 1)
+  return layers * (12 * L * I + states * I * N)
 
 
 def linear_attention_state(L, D, H, layers):

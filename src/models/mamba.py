@@ -3,9 +3,11 @@ linear recurrence h_t = exp(Delta_t A) h_{t-1} + Delta_t B_t u_t whose
 Delta, B and C depend on the input (a fixed-size state, the registry's
 LINEAR family).
 
-The selective scan runs as a `lax.scan` over chunks of positions, each
-chunk's positions unrolled, with a hand-written backward pass that keeps
-only the state entering each chunk.
+On a CPU the selective scan runs as a `lax.scan` over chunks of
+positions, each chunk's positions unrolled, with a hand-written backward
+pass that keeps only the state entering each chunk; on an accelerator as
+an associative scan over positions, log L deep, its (B, L, N, I) states
+kept by autodiff.
 
 Shape legend: B batch, L sequence length, D d_model, N state size (16 per
 channel), I Mamba's inner width E * D, R Mamba's rank of Delta, W Mamba's
@@ -19,21 +21,32 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from src.models import lru
 from src.models import readout
 
 
-# Positions per chunk where a recurrence runs as a `lax.scan` over chunks
-# with each chunk's positions unrolled (Mamba's selective scan): the state
-# entering each chunk is all its VJP keeps, so C trades memory (L / C states)
-# against a longer program. On a CPU, chunks of 4 ran faster than 1, 2, 8
-# and 16 and compiled in half the time of 16 (docs/ENGINEERING.md has the
-# measurements); accelerators get longer chunks.
-SCAN_CHUNK_BY_BACKEND = {'cpu': 4}
-SCAN_CHUNK_DEFAULT = 64
+# Where the selective scan walks the positions in sequence. A CPU keeps the
+# chunked form, its values and its small memory (the parallel form makes
+# and keeps every (B, L, N, I) state: 7 to 8 times a training step's memory at
+# L=200); an accelerator runs the positions in parallel, log L deep, where
+# chunks in sequence would leave it waiting on each.
+SEQUENTIAL_BACKENDS = ('cpu',)
+
+
+def parallel_scan() -> bool:
+  return jax.default_backend() not in SEQUENTIAL_BACKENDS
+
+
+# Positions per chunk of the sequential form, a `lax.scan` over chunks with
+# each chunk's positions unrolled: the state entering each chunk is all its
+# VJP keeps, so C trades memory (L / C states) against a longer program.
+# Chunks of 4 ran faster than 1, 2, 8 and 16 on a CPU and compiled in half
+# the time of 16 (docs/ENGINEERING.md has the measurements).
+SCAN_CHUNK = 4
 
 
 def scan_chunk() -> int:
-  return SCAN_CHUNK_BY_BACKEND.get(jax.default_backend(), SCAN_CHUNK_DEFAULT)
+  return SCAN_CHUNK
 
 
 def _to_chunks(x_BxLxZ, C):
@@ -112,14 +125,32 @@ def _selective_forward(u_BxLxI, delta_BxLxI, A_NxI, b_BxLxN, c_BxLxN):
   return _from_chunks(ch_MxCxBxI, L), h0_MxBxNxI
 
 
-@jax.custom_vjp
 def selective_scan(u_BxLxI, delta_BxLxI, A_IxN, b_BxLxN, c_BxLxN, D_I):
   """y_t = C_t . h_t + D * u_t, h_t = exp(Delta_t A) h_{t-1} + Delta_t B_t u_t,
   every channel its own N states (Mamba's `selective_scan_ref` without the
-  gate), y_BxLxI.
+  gate), y_BxLxI: in chunks on a CPU, in parallel elsewhere."""
+  scan = parallel_selective_scan if parallel_scan() else chunked_selective_scan
+  return scan(u_BxLxI, delta_BxLxI, A_IxN, b_BxLxN, c_BxLxN, D_I)
 
-  A `lax.scan` over chunks of `scan_chunk()` positions carries h_BxNxI, and
-  within a chunk a scan over its positions; no (B, L, N, I) tensor exists.
+
+def parallel_selective_scan(u_BxLxI, delta_BxLxI, A_IxN, b_BxLxN, c_BxLxN,
+                            D_I):
+  """`selective_scan` as an associative scan over positions (the LRU's
+  `affine_combine`): every h_t at once, log L levels deep, the whole
+  (B, L, N, I) decay, input and state tensors made and kept for autodiff."""
+  dA_BxLxNxI = jnp.exp(delta_BxLxI[:, :, None, :] * A_IxN.T)
+  dBx_BxLxNxI = b_BxLxN[..., None] * (delta_BxLxI * u_BxLxI)[:, :, None, :]
+  _, h_BxLxNxI = jax.lax.associative_scan(
+      lru.affine_combine, (dA_BxLxNxI, dBx_BxLxNxI), axis=1)
+  return jnp.einsum('blni,bln->bli', h_BxLxNxI, c_BxLxN) + D_I * u_BxLxI
+
+
+@jax.custom_vjp
+def chunked_selective_scan(u_BxLxI, delta_BxLxI, A_IxN, b_BxLxN, c_BxLxN,
+                           D_I):
+  """`selective_scan` in sequence: a `lax.scan` over chunks of
+  `scan_chunk()` positions carries h_BxNxI, and within a chunk a scan over
+  its positions; no (B, L, N, I) tensor exists.
   The VJP keeps, as Mamba's kernel, the inputs and the state entering each
   chunk, and recomputes one chunk's states at a time in the backward pass,
   a scan over the chunks from the end.
@@ -188,7 +219,8 @@ def _selective_scan_backward(residuals, y_bar_BxLxI):
           jnp.sum(y_bar_BxLxI * u_BxLxI, axis=(0, 1)))
 
 
-selective_scan.defvjp(_selective_scan_forward, _selective_scan_backward)
+chunked_selective_scan.defvjp(_selective_scan_forward,
+                              _selective_scan_backward)
 
 
 class SelectiveSSM(nnx.Module):
