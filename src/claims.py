@@ -273,9 +273,9 @@ def _comparison(c: Claim) -> dict:
   if e.get('at_least'):
     judged = w + n['ties'] + l
     return dict(test='as far as (non-inferiority within the tested '
-                     'lengths): exact one-sided binomial test that the '
-                     f'share of seeds behind is below {AS_FAR_MARGIN:g}, '
-                     'did not hold that it is above',
+                     'lengths): exact one-sided binomial tests of the share '
+                     f'of seeds behind against {AS_FAR_MARGIN:g} (held: '
+                     'below it; did not hold: above it)',
                 p_held=stats.rate_below(l, judged, AS_FAR_MARGIN),
                 p_not=stats.binomial(l, judged, AS_FAR_MARGIN, 'greater'),
                 p_min_held=(1 - AS_FAR_MARGIN) ** judged,

@@ -78,7 +78,8 @@ def counted(claims: list[dict], role: str = claims_lib.LESSON) -> list[dict]:
 # Why a row is inconclusive, as the scorecard says it: what its `measured`
 # text shows (the gate that stopped a direction, or a test that could not
 # decide), first match; one rate where a grid was needed (its `gates`).
-BLOCKED = (('still learning', 'still learning'),
+BLOCKED = (('at an end of the grid', 'grid end'),
+           ('still learning', 'still learning'),
            ('no pair differs', 'no pair differs'),
            ('so it leaves its family', 'cannot decide'))
 
@@ -141,6 +142,8 @@ ANSWERS = ((stats.HELD, 'holds for'), (stats.NOT_HELD, 'not for'),
            ('no pair differs', 'inconclusive, no pair differing, for'),
            ('cannot decide', 'inconclusive, its data too few to decide, for'),
            ('still learning', 'inconclusive, still learning, for'),
+           ('grid end', 'inconclusive, its best rate at an end of the grid, '
+                        'for'),
            ('one rate', 'inconclusive at one rate for'),
            ('unpowered', 'inconclusive, its plan under 80% power, for'))
 

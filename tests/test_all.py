@@ -238,6 +238,12 @@ def test_the_answer_names_the_settings_a_verdict_depends_on():
   assert scorecard.family_answer([_row(
       f, {'a': 'inconclusive', 'b': 'inconclusive (underpowered: 8 seeds)'})
   ]).startswith('inconclusive for m')
+  # What stopped it, where something did, even in an unpowered part.
+  assert scorecard.family_answer([dict(
+      _row(f, {'a': 'inconclusive'}, powered={'a': False}),
+      measured='p = 0.01; not held: its best rate (0.003) is at an end of '
+               'the grid (0.003, 0.01)')]).startswith(
+      'inconclusive, its best rate at an end of the grid, for m')
 
 
 def test_a_rows_label_tells_its_settings_apart():
