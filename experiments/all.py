@@ -116,12 +116,11 @@ RUNS = (
     # own command is in the README (chrono solves every length to 100).
     ('budget', 'budget',
      ('--models=lstm,gru', '--lengths=20,30'), (), None),
-    # Two rates, not routing's three, to fit --exp=all's time (each rate
-    # costs a whole routing run): "cannot compute" needs a grid, and the
-    # report says which rate each group was judged at. 17 seeds, not 10:
-    # the copy control is a reliability, which 10 seeds cannot hold.
-    ('routing', 'routing', ('--learning_rates=3e-3,1e-2', '--seeds=17'), (),
-     None),
+    # Routing's grid of three rates: "cannot" and "more reliably" need each
+    # model at its best rate, and a best rate at an end of a grid (every
+    # rate of a grid of two) leaves a failure open. 17 seeds, not 10: the
+    # copy control is a reliability, which 10 seeds cannot hold.
+    ('routing', 'routing', ('--seeds=17',), (), None),
     # 17 seeds, not recall's 8: "attention recalls every pair" is a
     # reliability, which 8 seeds cannot hold.
     ('recall', 'recall', ('--seeds=17',),
@@ -289,7 +288,7 @@ def merge_claims(parts) -> list[dict]:
           c.get('kind', ''), int(c.get('seeds') or 0),
           int(c.get('family_size') or 1), rate=(c.get('evidence') or {}).get(
               'rate', claims_lib.RELIABLE_RATE),
-          gated=gates_lib.ONE_RATE in (c.get('gates') or {}).values(),
+          gated=gates_lib.one_rate(c.get('gates')),
           at_least=bool((c.get('evidence') or {}).get('at_least')))
       if text not in index:
         index[text] = len(out)
@@ -398,11 +397,18 @@ def provenance_line(config, run_dir, parts, summaries, walls) -> str:
   devices = trained.get('devices') or []
   recorded = sum(float(s.get('wall_s') or 0) if not isinstance(
       s.get('wall_s'), dict) else 0 for s in summaries.values()) / 60
+  # A part trained again at another commit (its settings changed) says so.
+  commits = {name: _commit(json.loads(
+      (run_dir.path / name / 'config.json').read_text()).get(
+          'provenance', {}).get('git')) for name in parts}
+  first = _commit(trained.get('git'))
+  others = ', '.join(f'{name} at {c}' for name, c in commits.items()
+                     if c != first)
   line = (f'Measured by `python run.py --exp={"all --quick" if config.quick else "all"}`'
           f' on {machine} ({len(devices)} '
           f'{"JAX device" if len(devices) == 1 else "JAX devices"}), at commit '
-          f'{_commit(trained.get("git"))}: {recorded:.0f} minutes of training '
-          'and measuring, as the parts recorded it. ')
+          f'{first}{f" ({others})" if others else ""}: {recorded:.0f} minutes '
+          'of training and measuring, as the parts recorded it. ')
   writer = _commit(here.get('git'))
   if writer != _commit(trained.get('git')):
     line += (f'This report written {time.strftime("%Y-%m-%d")} at commit '

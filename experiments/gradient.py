@@ -88,8 +88,8 @@ ACROSS_FAMILY = ('across lengths, the signal through recurrence dies away '
 BRIDGE_FAMILY = 'after training, attention keeps a strong bridge to position 0'
 # The lesson's "unhindered" against recurrence's "successive
 # multiplications", one test per recurrent model.
-REACH_FAMILY = ('at initialisation, the signal reaches position 0 through '
-                'attention more strongly than through recurrence')
+REACH_FAMILY = ('at initialisation, the signal from position 0 loses less '
+                'over the string through attention than through recurrence')
 
 
 def trained_lengths(config: Config) -> tuple[int, ...]:
@@ -294,8 +294,9 @@ def reaches_further(attention: str, model: str, bridge_a, bridge_r) -> Claim:
   log = lambda v: (float('nan') if v is None else
                    float(np.log10(v)) if v > 0 else float('-inf'))
   return Claim(
-      f'At initialisation, the signal reaches position 0 through attention '
-      f'({attention}) more strongly than through recurrence ({model}).',
+      f'At initialisation, the signal from position 0, against that from the '
+      f'nearest filler position, is stronger through attention ({attention}) '
+      f'than through recurrence ({model}): it loses less over the string.',
       claims_lib.COMPARISON, REACH_FAMILY,
       dict(x=[log(far(bridge_a)[s]) for s in seeds],
            y=[log(far(bridge_r)[s]) for s in seeds], x_name=attention,
@@ -307,7 +308,10 @@ def reaches_further(attention: str, model: str, bridge_a, bridge_r) -> Claim:
            'the recurrences\' decay is judged): ||d margin / d x_0|| over '
            '||d margin / d x_{L-2}||, the farthest position against the '
            'nearest filler; the lesson\'s "unhindered" bridge against its '
-           '"successive multiplications"')
+           '"successive multiplications". A ratio, free of each model\'s '
+           'scale: the sensitivities themselves are not compared (the LRU\'s '
+           'to position 0, say, is larger than attention\'s at '
+           'initialisation, as its sensitivity everywhere is)')
 
 
 def along_one_string(config, model, bridge) -> Claim:

@@ -102,8 +102,8 @@ LINK = 0.2  # a head "follows" a target with at least this weight on it
 # (twice the uniform 1/L at L = 10)
 PROBE_EXAMPLES = 512
 
-FAMILY_CANNOT = ('routing: attention alone cannot compute (against what '
-                 'routing allows)')
+FAMILY_CANNOT = ('routing: attention alone cannot compute even xor or a '
+                 'sum of two symbols (against what routing allows)')
 FAMILY_DENSE = 'routing: a dense block learns it more reliably'
 FAMILY_DOES = 'routing: a dense block computes'
 FAMILY_ROUTES = 'routing: attention routes (the control)'
@@ -363,11 +363,11 @@ def _cannot(config, task, name, row, curves, group) -> Claim:
       dict(model='attention', task=task, steps=config.steps),
       # With one head the ceiling binds however the training went: no
       # gate; a seed past it would be a bug in the model or the ceiling.
-      gates={} if one_head else {
-          **gates_lib.grid_gate(stats.HELD, config.rates),
-          **gates_lib.edge_gate(stats.HELD, config.rates, row.get('rate')),
-          **gates_lib.learning_gate(stats.HELD, trained_out(
-              curves, group, range(len(row['seeds'])), config.steps))},
+      gates={} if one_head else gates_lib.merged(
+          gates_lib.grid_gate(stats.HELD, config.rates),
+          gates_lib.edge_gate(stats.HELD, config.rates, row.get('rate')),
+          gates_lib.learning_gate(stats.HELD, trained_out(
+              curves, group, range(len(row['seeds'])), config.steps))),
       not_applicable='' if learned else (
           f'no seed reached what routing allows ({ceiling:.3f}, within '
           f'{claims_lib.IMPOSSIBLE_MARGIN}): it did not learn to route the '
@@ -391,7 +391,8 @@ def _more_reliably(config, task, name, row, dense_name, dense, curves,
   not (a tie, both solving or both failing, is not ahead). Held needs the
   attention-only seeds that failed trained out, unless it has one head:
   routing's ceiling, below what solving needs, binds it however the
-  training went (`_cannot`)."""
+  training went (`_cannot`): a sanity check."""
+  one_head = name.endswith(' h1')
   solved = lambda v: [float(stats.solved(a)) for a in v]
   behind = [s for s, (d, a) in enumerate(zip(dense['seeds'], row['seeds']))
             if stats.solved(d) and not stats.solved(a)]
@@ -406,15 +407,17 @@ def _more_reliably(config, task, name, row, dense_name, dense, curves,
                 f'{dense["mean"]:.3f} with {dense["num_params"]} parameters '
                 f'against {row["mean"]:.3f} with {row["num_params"]})'),
       dict(model=name, versus=dense_name, task=task, steps=config.steps),
-      gates={} if name.endswith(' h1') else {
-          **gates_lib.edge_gate(stats.HELD, config.rates, row.get('rate')),
-          **gates_lib.learning_gate(stats.HELD, trained_out(
-              curves, group, behind, config.steps))},
+      gates={} if one_head else gates_lib.merged(
+          gates_lib.edge_gate(stats.HELD, config.rates, row.get('rate')),
+          gates_lib.learning_gate(stats.HELD, trained_out(
+              curves, group, behind, config.steps))),
       note='seed i of each on the same strings; both solving, or both '
            'failing, is a tie, and a tie is not more reliable' + (
-               '; one head cannot solve it (routing\'s ceiling, '
-               f'{null(task):.2f}, binds it by construction), so its failing '
-               'seeds need no training-out' if name.endswith(' h1') else ''))
+               '. A sanity check with one head: it cannot solve it '
+               f'(routing\'s ceiling, {null(task):.2f}, binds it by '
+               'construction), so this says only that the dense block '
+               'solves it' if one_head else ''),
+      role=claims_lib.SANITY if one_head else claims_lib.LESSON)
 
 
 def _dense_computes(config, task, rows, curves, names) -> list[Claim]:

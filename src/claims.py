@@ -418,8 +418,10 @@ def _family(members: list[dict]) -> list[dict]:
       tail = (f'; {m["test"]}: p = {stats.fmt_p(m["p"])}, Holm-adjusted '
               f'{stats.fmt_p(p_adj)} (family of {size}'
               + (f', {len(can)} that can decide' if len(can) < size else '')
-              + ')' + (f'; not {direction}: {blocked}' if blocked
-                       and p_adj < stats.ALPHA else ''))
+              + ')' + ((f'; not {direction}: {blocked}'
+                        if p_adj < stats.ALPHA else
+                        f'; {direction} is out of reach here too: {blocked}')
+                       if blocked else ''))
     out.append(dict(p_adjusted=p_adj, family_size=size, verdict=verdict,
                     tail=tail))
   return out

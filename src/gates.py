@@ -137,3 +137,19 @@ def edge_gate(direction: str, rates, chosen: float | None) -> dict:
   return {direction: f'its best rate ({chosen:g}) is at an end of the grid '
                      f'({", ".join(f"{r:g}" for r in sorted(rates))}): a '
                      'rate past it, never tried, may do better'}
+
+
+def merged(*gates: dict) -> dict:
+  """Gates on the same claim, each direction's reasons joined: none hides
+  another."""
+  out = {}
+  for g in gates:
+    for direction, why in g.items():
+      out[direction] = f'{out[direction]}; {why}' if direction in out else why
+  return out
+
+
+def one_rate(gates: dict, direction: str | None = None) -> bool:
+  """Whether `gates` (of `direction`, else any) hold the one-rate reason."""
+  return any(ONE_RATE in why for d, why in (gates or {}).items()
+             if direction in (None, d))

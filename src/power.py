@@ -74,7 +74,7 @@ def plan(claims: list) -> list[dict]:
       continue
     seen.add(key)
     # One rate is known before the run; a failure still learning is not.
-    gated = c.gates.get(stats.HELD) == gates_lib.ONE_RATE
+    gated = gates_lib.one_rate(c.gates, stats.HELD)
     out.append(dict(family=c.family, kind=c.kind, seeds=c.seeds,
                     family_size=sizes[c.family],
                     power=power(c.kind, c.seeds, sizes[c.family],
@@ -82,5 +82,5 @@ def plan(claims: list) -> list[dict]:
                                 gated=gated,
                                 at_least=bool(c.evidence.get('at_least'))),
                     effect=EFFECTS[c.kind],
-                    why=c.gates.get(stats.HELD, '') if gated else ''))
+                    why=gates_lib.ONE_RATE if gated else ''))
   return out

@@ -37,7 +37,7 @@ LESSON = {
     7: ('Depth', '"A single layer ... cannot directly extract what lies '
         'immediately after that word."'),
     8: ('Routing', '"Attention ... only moves information from one place to '
-        'another without transforming it"; a dense block digests it.'),
+        'another without transforming it deeply"; a dense block digests it.'),
     9: ('The summary that fills up', '"A piece of information ... crushed '
         'into an intermediate summary that fills up quickly."'),
     10: ('Beyond the lesson', 'Linear attention, the LRU and Mamba on the '
@@ -81,7 +81,8 @@ def counted(claims: list[dict], role: str = claims_lib.LESSON) -> list[dict]:
 BLOCKED = (('at an end of the grid', 'grid end'),
            ('still learning', 'still learning'),
            ('no pair differs', 'no pair differs'),
-           ('so it leaves its family', 'cannot decide'))
+           ('so it leaves its family', 'cannot decide'),
+           ('tied at the ceiling', 'censored'))
 
 
 def row_answer(c: dict) -> str:
@@ -99,7 +100,7 @@ def row_answer(c: dict) -> str:
     if v != stats.INCONCLUSIVE or c.get('powered', {}).get(part, True):
       said.add(v)
   if said == {stats.INCONCLUSIVE} or not said:
-    if gates_lib.ONE_RATE in (c.get('gates') or {}).values():
+    if gates_lib.one_rate(c.get('gates')):
       return 'one rate'
     why = next((name for text, name in BLOCKED
                 if text in c.get('measured', '')), None)
@@ -144,6 +145,8 @@ ANSWERS = ((stats.HELD, 'holds for'), (stats.NOT_HELD, 'not for'),
            ('still learning', 'inconclusive, still learning, for'),
            ('grid end', 'inconclusive, its best rate at an end of the grid, '
                         'for'),
+           ('censored', 'inconclusive, pairs tied at the longest length '
+                        'tested, for'),
            ('one rate', 'inconclusive at one rate for'),
            ('unpowered', 'inconclusive, its plan under 80% power, for'))
 

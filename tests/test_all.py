@@ -186,6 +186,19 @@ def test_all_killed_mid_part_and_between_parts_resumes_to_the_same_report(
   assert _outputs(killed) == _outputs(reference)
 
 
+def test_a_part_trained_at_another_commit_is_named(tmp_path):
+  for name, commit in (('distance', 'a' * 40), ('gating', 'a' * 40),
+                       ('routing', 'b' * 40)):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / 'config.json').write_text(json.dumps(
+        {'provenance': {'git': {'commit': commit}, 'cpu': 'a CPU'}}))
+  run_dir = type('RunDir', (), {'path': tmp_path})()
+  line = all_exp.provenance_line(
+      all_exp.DEFAULTS, run_dir, ['distance', 'gating', 'routing'], {},
+      {'distance': 60.0})
+  assert 'at commit aaaaaaa (routing at bbbbbbb):' in line
+
+
 def test_the_scorecard_counts_each_claim_once():
   assert scorecard.verdict_counts([
       'held', 'did not hold', 'held', 'inconclusive',
@@ -244,6 +257,10 @@ def test_the_answer_names_the_settings_a_verdict_depends_on():
       measured='p = 0.01; not held: its best rate (0.003) is at an end of '
                'the grid (0.003, 0.01)')]).startswith(
       'inconclusive, its best rate at an end of the grid, for m')
+  assert scorecard.family_answer([dict(
+      _row(f, {'a': 'inconclusive'}, powered={'a': False}),
+      measured='ahead in 4, tied in 4, 4 tied at the ceiling (100: ...)')
+  ]).startswith('inconclusive, pairs tied at the longest length tested, for')
 
 
 def test_a_rows_label_tells_its_settings_apart():

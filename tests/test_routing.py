@@ -267,6 +267,11 @@ def test_a_failure_at_an_end_of_the_grid_is_left_open():
       c['measured']
   c = more('attention h1', weak(1e-3), falling)
   assert c['verdict'] == stats.HELD and 'by construction' in c['note']
+  assert c['role'] == 'sanity'  # it says only that the dense block solves
+  # Both reasons shown where both stop it.
+  c = more('attention h2', weak(1e-3), falling)
+  assert 'end of the grid' in c['gates']['held']
+  assert 'still learning' in c['gates']['held']
   c = judge(routing._cannot(_grid(), 'xor_fixed', 'attention h2',
                             dict(_row([0.75] * 10), rate=3e-3), flat, g))
   assert c['verdict'] == stats.INCONCLUSIVE and 'end of the grid' in \

@@ -515,7 +515,7 @@ def test_position_0_reached_through_attention_more_than_recurrence(
                               'rnn': lambda L, s: 0.5},
                              along={'attention': att_along,
                                     'rnn': lambda d, s: 0.9 ** d})
-  claim, = by_claim(summary, 'reaches position 0 through attention')
+  claim, = by_claim(summary, 'loses less over the string')
   assert claim['verdict'] == verdict, claim['measured']
   assert claim['family'] == gradient.REACH_FAMILY
   assert claim['role'] == 'lesson'
