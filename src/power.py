@@ -17,10 +17,10 @@ EFFECTS = {
     RELIABILITY: 'a true rate of 0.98 (one seed in 50 fails)',
     CAPABILITY: 'half the seeds succeed',
     IMPOSSIBILITY: 'every seed at the null, trained out',
-    COMPARISON: 'the first ahead in 4 seeds of 5, behind in the fifth (as '
-                'far as: never behind)',
+    COMPARISON: 'the first ahead in 4 seeds of 5, behind in the fifth',
     SHAPE: 'the shape in 9 seeds of 10',
 }
+AS_FAR_EFFECT = 'never behind (as far as)'
 POWER_WANTED = 0.8
 
 
@@ -81,6 +81,7 @@ def plan(claims: list) -> list[dict]:
                                 rate=c.evidence.get('rate', RELIABLE_RATE),
                                 gated=gated,
                                 at_least=bool(c.evidence.get('at_least'))),
-                    effect=EFFECTS[c.kind],
+                    effect=(AS_FAR_EFFECT if c.evidence.get('at_least')
+                            else EFFECTS[c.kind]),
                     why=gates_lib.ONE_RATE if gated else ''))
   return out

@@ -219,7 +219,12 @@ def main() -> int:
           [sys.executable, '-m', 'pytest', '-q', '-x', '-p', 'no:cacheprovider',
            *TESTS], cwd=tree, capture_output=True, text=True, timeout=600)
       failed = [l for l in proc.stdout.splitlines() if l.startswith('FAILED')]
-      caught = proc.returncode != 0 and bool(failed)
+      if proc.returncode not in (0, 1):  # not a test failing: the tree broke
+        print(f'{name}: pytest exited {proc.returncode} (the tree does not '
+              f'run as mutated; its last lines below)\n'
+              + '\n'.join(proc.stdout.splitlines()[-5:]))
+        return 2
+      caught = proc.returncode == 1 and bool(failed)
       print(f'{"caught " if caught else "SURVIVED"} {name}: '
             f'{len(failed)} failing test(s)' + (f', e.g. {failed[0][7:90]}'
                                                  if failed else ''))
