@@ -87,8 +87,9 @@ WIDTH_REACH = 32
 # at x = L / crossover, FOURFOLD from x = 2.85 (L near 5.7 d_model) on.
 FOURFOLD_FROM = 8
 PRICE_CLAIM = ('Attention pays an N x N price: from a length of '
-               f'{FOURFOLD_FROM} times the width on, doubling the length '
-               'quadruples the work.')
+               f'{FOURFOLD_FROM} times the width on, each doubling of the '
+               f'length multiplies the work by at least {FOURFOLD:.2f} '
+               '(2^1.8), nearing fourfold.')
 
 
 def measure(model: str, config: Config, length: int) -> list[dict]:

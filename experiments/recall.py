@@ -176,9 +176,12 @@ def trained_out(curves, runs, steps) -> dict:
   """The shared trained-out rule (`gates_lib.trained_out`) over `runs` [(group
   name, seed)], each run's fall measured in its own group (no runs: nothing
   failed, nothing to check)."""
-  falls = [f for name, seed in runs for f in gates_lib.trained_out(
-      curves, [seed], steps, group=name)['falls']]
-  return gates_lib.checked(falls, len(runs), steps)
+  checks = [gates_lib.trained_out(curves, [seed], steps, group=name)
+            for name, seed in runs]
+  escaped = sum(gates_lib.escapes(curves, steps, group=name)
+                for name in dict.fromkeys(name for name, _ in runs))
+  return gates_lib.checked([f for c in checks for f in c['falls']],
+                           len(runs), steps, escaped)
 
 
 def failing_runs(table, model, length, pairs, widths, seeds) -> list:

@@ -6,8 +6,11 @@ loss fell by less than FLAT, where a seed whose accuracy (train
 and test) moved by less than ACCURACY_FLAT counts as flat whatever its loss
 does: a loss that falls only by growing confident on the strings a seed
 already answers right (one head at the routing ceiling) is not learning the
-task. Read from the run's curves.csv. A
-grid: "cannot" is judged only with each model at its best of several rates.
+task; and no failure is trained out while other seeds of its group are
+still leaving it (more of them solved the task at the end of the doubling
+than at its start: a plateau that ends abruptly looks flat until it
+ends). Read from the run's curves.csv. A grid: "cannot" is judged only
+with each model at its best of several rates.
 A gate that is not passed leaves its direction inconclusive, with the reason
 as `measured` says it (`claims.Claim.gates`).
 """
@@ -15,6 +18,8 @@ as `measured` says it (`claims.Claim.gates`).
 import math
 
 import numpy as np
+
+from src import stats
 
 
 FLAT = 0.05  # "flat": the training loss fell by less than 5% over a doubling
@@ -51,9 +56,11 @@ def trained_out(curves, seeds, step: int, **match) -> dict:
   failing `seeds`' training loss (curves.csv rows matching `match`) fell by
   less than FLAT, a seed whose train and test accuracy both moved by less
   than ACCURACY_FLAT (its loss by less than ACCURACY_LOSS_CAP) counting as a
-  fall of 0. {flat, fall, falls, seeds, step, accuracy_flat: how many
-  seeds so counted}; with no seed to judge it is flat (no seed failed),
-  with no curve it is not (nothing shows it stopped)."""
+  fall of 0; and none while more seeds of the rows matching `match` had
+  solved the task at `step` than at step / 2 (`escapes`). {flat, fall,
+  falls, seeds, step, accuracy_flat: how many seeds so counted, escaped};
+  with no seed to judge it is flat (no seed failed), with no curve it is
+  not (nothing shows it stopped)."""
   seeds = list(seeds)
   if not seeds:
     return checked([], 0, step)
@@ -64,9 +71,25 @@ def trained_out(curves, seeds, step: int, **match) -> dict:
   still = [s for s in falls if falls[s] < ACCURACY_LOSS_CAP
            and accuracy_stopped(curves, s, step, **match)]
   out = checked([0.0 if s in still else f for s, f in falls.items()],
-                len(seeds), step)
+                len(seeds), step, escapes(curves, step, **match))
   out['accuracy_flat'] = len(still)
   return out
+
+
+def escapes(curves, step: int, **match) -> int:
+  """How many more seeds of the curves.csv rows matching `match` had solved
+  the task (their latest test accuracy at least stats.SOLVED) by `step`
+  than by step / 2."""
+  def solved_by(t):
+    latest = {}
+    for r in curves:
+      if (r.get('test_accuracy', '') != '' and int(r['step']) <= t
+          and all(str(r[k]) == str(v) for k, v in match.items())):
+        seen = latest.get(r['seed'])
+        if seen is None or int(r['step']) > seen[0]:
+          latest[r['seed']] = (int(r['step']), float(r['test_accuracy']))
+    return sum(stats.solved(a) for _, a in latest.values())
+  return max(0, solved_by(step) - solved_by(step // 2))
 
 
 def accuracy_stopped(curves, seed: int, step: int, **match) -> bool:
@@ -82,14 +105,16 @@ def accuracy_stopped(curves, seed: int, step: int, **match) -> bool:
   return True
 
 
-def checked(falls, seeds: int, step: int) -> dict:
+def checked(falls, seeds: int, step: int, escaped: int = 0) -> dict:
   """The trained-out verdict of per-seed falls (`seeds` judged in all):
   flat when every failing seed's fall is under FLAT (one still learning is
-  enough to leave the failure unproven); `fall` the largest."""
+  enough to leave the failure unproven) and no seed of their groups
+  `escaped` (`escapes`); `fall` the largest."""
   fall = float(np.max(falls)) if falls else float('nan')
-  return {'flat': not seeds or bool(len(falls) == seeds
+  return {'flat': not seeds or bool(len(falls) == seeds and not escaped
                                     and np.isfinite(fall) and fall < FLAT),
-          'fall': fall, 'falls': list(falls), 'seeds': seeds, 'step': step}
+          'fall': fall, 'falls': list(falls), 'seeds': seeds, 'step': step,
+          'escaped': escaped}
 
 
 def last_step(curves, **match) -> int:
@@ -103,12 +128,15 @@ def still_learning(check: dict) -> str:
   """What `measured` says of a failure that is not trained out."""
   fall = check['fall']
   flat = check.get('accuracy_flat', 0)
+  escaped = check.get('escaped', 0)
   return (f'still learning at {check["step"]} steps: the training loss of '
           f'the {check["seeds"]} failing seeds fell by up to '
           + (f'{100 * fall:.1f}%' if np.isfinite(fall) else 'n/a (no curve)')
           + f' over the last doubling (flat: under {FLAT:.0%}'
           + (f'; {flat} seeds whose accuracy stopped moving counted as 0'
-             if flat else '') + ')')
+             if flat else '') + ')'
+          + (f', and {escaped} more seeds of the group solved the task over '
+             'it' if escaped else ''))
 
 
 def learning_gate(direction: str, check: dict) -> dict:

@@ -336,14 +336,15 @@ def failures_trained_out(curves, model: str, failures: dict) -> dict:
   """The trained-out rule over seeds that failed at different lengths:
   `failures` {seed: the length it failed}; each seed's fall is measured at
   its own length, over the last doubling of that group's steps."""
-  falls, step = [], 0
+  falls, step, escaped = [], 0, 0
   for L in sorted(set(failures.values())):
     seeds = [s for s, f in failures.items() if f == L]
     last = gates_lib.last_step(curves, model=model, length=L)
     step = max(step, last)
-    falls += gates_lib.trained_out(curves, seeds, last, model=model,
-                                   length=L)['falls']
-  return gates_lib.checked(falls, len(failures), step)
+    check = gates_lib.trained_out(curves, seeds, last, model=model, length=L)
+    falls += check['falls']
+    escaped += check['escaped']
+  return gates_lib.checked(falls, len(failures), step, escaped)
 
 
 # -- wall or budget -----------------------------------------------------------------

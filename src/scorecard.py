@@ -167,13 +167,15 @@ def answers(claims: list[dict]) -> list[str]:
 
 
 def answered(c: dict) -> str:
-  """A counted row's verdict as its answer counts it: an inconclusive from
-  parts whose plans were all under 80% power is underpowered."""
+  """A counted row's verdict as its answer counts it: held, did not hold,
+  split, or inconclusive, underpowered only where a part's verdict says so
+  (held out of reach at its seeds; a plan under 80% power is not that)."""
   answer = row_answer(c)
   if answer in (stats.HELD, stats.NOT_HELD) or answer == 'split':
     return c['verdict'] if answer == 'split' else answer
-  return (stats.INCONCLUSIVE + ' (underpowered)' if answer == 'unpowered'
-          else stats.INCONCLUSIVE)
+  under = any(v.startswith(stats.INCONCLUSIVE + ' (underpowered')
+              for v in c['verdicts'].values())
+  return stats.INCONCLUSIVE + (' (underpowered)' if under else '')
 
 
 def unanswered(every: list[dict]) -> list[str]:

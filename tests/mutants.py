@@ -142,6 +142,9 @@ MUTANTS = {
         'src/gates.py', "'flat': not seeds or bool(len(falls) == seeds\n"
         "                                    and np.isfinite(fall) and fall "
         "< FLAT)", "'flat': True"),
+    'trained out: a group still leaving its plateau ignored': (
+        'src/gates.py', "return max(0, solved_by(step) - solved_by(step // 2))",
+        'return 0'),
     'tuning: the worst rate selected': (
         'src/runner.py', 'return int(np.argmax(np.nan_to_num(acc, '
         'nan=-1.0).mean(axis=1)))', 'return int(np.argmin(np.nan_to_num('

@@ -301,16 +301,19 @@ def test_the_answer_quotes_the_headline_of_the_row_it_names_first():
 
 
 def test_the_counts_say_what_the_answer_says():
-  """An inconclusive from parts all under 80% power counts as
-  underpowered, as its answer says; a family whose rows are all not
-  applicable is not answered, and said so."""
-  rows = [_row('attention recalls', {'recall': 'inconclusive'},
+  """An inconclusive counts as underpowered where its verdict says so (held
+  out of reach at its seeds), not for a plan under 80% power alone; a
+  family whose rows are all not applicable is not answered, and said so."""
+  rows = [_row('attention recalls',
+               {'recall': 'inconclusive (underpowered: 8 seeds)'},
                powered={'recall': False}, lesson=9),
+          _row('attention recalls', {'recall': 'inconclusive'},
+               powered={'recall': False}, lesson=9, label='n'),
           dict(_row('the summary fills up', {'recall': 'not applicable'},
                     lesson=9), verdict='not applicable')]
   card = scorecard.scorecard(rows).splitlines()[10]
-  assert ('under 80% power (1 row)**; The summary fills up: **not answered: '
-          'not applicable in every row (1), each saying why** | 1 '
+  assert ('under 80% power (2 rows)**; The summary fills up: **not '
+          'answered: not applicable in every row (1), each saying why** | 2 '
           'inconclusive (1 underpowered) |') in card
 
 

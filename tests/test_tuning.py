@@ -174,6 +174,25 @@ def test_one_failing_seed_still_learning_leaves_the_failure_unproven():
                                length=20)['flat']
 
 
+def test_no_failure_is_trained_out_while_its_group_leaves_the_plateau():
+  """Four failing seeds flat at chance; two others of the group jump from
+  chance to solved inside the last doubling: a plateau that ends abruptly
+  looks flat until it ends, so the four are not trained out. Two that had
+  solved before it leave them trained out."""
+  flat = curve_rows('rnn', 20, range(4), [0.69] * 4, [0.5] * 4)
+  late = curve_rows('rnn', 20, [4, 5], [0.69, 0.69, 0.69, 0.01],
+                    [0.5, 0.5, 0.5, 1.0])
+  early = curve_rows('rnn', 20, [4, 5], [0.69, 0.01, 0.01, 0.01],
+                     [0.5, 1.0, 1.0, 1.0])
+  check = gates_lib.trained_out(flat + late, range(4), 400, model='rnn',
+                                length=20)
+  assert not check['flat'] and check['escaped'] == 2
+  assert '2 more seeds of the group solved the task' in \
+      gates_lib.still_learning(check)
+  assert gates_lib.trained_out(flat + early, range(4), 400, model='rnn',
+                               length=20)['flat']
+
+
 def test_a_loss_that_falls_with_the_accuracy_flat_is_trained_out():
   """One head at the routing ceiling: 0.75 right, the loss still falling
   by growing confident on what it already answers; not learning the task.
