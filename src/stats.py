@@ -12,6 +12,7 @@ A verdict is one of `held`, `did not hold` and `inconclusive` (with
 test decides a claim is its kind's (`src/claims.py`).
 """
 
+import functools
 import math
 
 import numpy as np
@@ -74,10 +75,16 @@ def fisher(k1: int, n1: int, k2: int, n2: int,
 def binomial(k: int, n: int, p: float = 0.5,
              alternative: str = 'two-sided') -> float:
   """Exact binomial test of k successes in n against rate p (1 for n = 0)."""
+  return _binomial(int(k), int(n), float(p), alternative)
+
+
+@functools.lru_cache(maxsize=None)
+def _binomial(k: int, n: int, p: float, alternative: str) -> float:
+  # The same few (k, n) recur in every family and every simulated run
+  # (src/calibration.py): scipy's test, once each.
   if n == 0:
     return 1.0
-  return float(sps().binomtest(int(k), int(n), p,
-                               alternative=alternative).pvalue)
+  return float(sps().binomtest(k, n, p, alternative=alternative).pvalue)
 
 
 def rate_upper_bound(k: int, n: int, confidence: float = 0.95) -> float:

@@ -88,27 +88,21 @@ def chunk_lengths(chunk):
   return (2 * chunk, 2 * chunk + chunk // 2 + 1)
 
 
-@pytest.mark.parametrize('chunk, length', [
-    (chunk, length) for chunk in (mamba.scan_chunk(), 16)
-    for length in chunk_lengths(chunk)])  # and a longer chunk, as elsewhere
-def test_mamba_chunks_equal_step_by_step_scan(chunk, length, monkeypatch):
+@pytest.mark.parametrize('parallel, chunk, length', [
+    (False, chunk, length) for chunk in (mamba.scan_chunk(), 16)
+    for length in chunk_lengths(chunk)]  # and a longer chunk, as elsewhere
+    + [(True, None, length) for length in (7, 16)])  # accelerators' form
+def test_mamba_scans_equal_step_by_step_scan(parallel, chunk, length,
+                                             monkeypatch):
+  """The chunked scan (a CPU's), and the associative scan (accelerators'),
+  both run on the CPU, against `lax.scan` one position at a time."""
   monkeypatch.setattr(mamba, 'scan_chunk', lambda: chunk)
+  monkeypatch.setattr(mamba, 'parallel_scan', lambda: parallel)
   model = make('mamba', length=length, num_layers=2, seed=3)
   x = model.embed(tokens(batch=3, length=length, seed=7))
-  chunked, recurrent = jitted(model, lambda m, x: (
+  scanned, recurrent = jitted(model, lambda m, x: (
       m.hidden_states(x), m.hidden_states(x, recurrent=True)), x)
-  np.testing.assert_allclose(chunked, recurrent, rtol=RTOL, atol=ATOL)
-
-
-@pytest.mark.parametrize('length', (7, 16))
-def test_mamba_parallel_scan_equals_step_by_step_scan(length, monkeypatch):
-  """The accelerators' form (an associative scan), run on the CPU."""
-  monkeypatch.setattr(mamba, 'parallel_scan', lambda: True)
-  model = make('mamba', length=length, num_layers=2, seed=3)
-  x = model.embed(tokens(batch=3, length=length, seed=7))
-  parallel, recurrent = jitted(model, lambda m, x: (
-      m.hidden_states(x), m.hidden_states(x, recurrent=True)), x)
-  np.testing.assert_allclose(parallel, recurrent, rtol=RTOL, atol=ATOL)
+  np.testing.assert_allclose(scanned, recurrent, rtol=RTOL, atol=ATOL)
 
 
 # Chunks of 4 positions (the sequential form's own).
