@@ -24,6 +24,7 @@ from pathlib import Path
 
 import experiments
 from src import checkpoint as checkpoint_lib
+from src import claim_text
 from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
@@ -433,7 +434,7 @@ def write_report(config, run_dir, passthrough, walls) -> dict:
        for name in parts]))
   for c in claims:
     c['lesson'] = lesson_number(c['experiment'].split(' + ')[0])
-    c['headline'] = claims_lib.headline(c)
+    c['headline'] = claim_text.headline(c)
   rows = [{k: c[k] for k in COLUMNS} for c in claims]
   # The report's claims table is this report's alone, rewritten whole: one
   # an earlier version wrote (other columns) is replaced, not refused.

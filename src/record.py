@@ -334,10 +334,10 @@ def verdicts_text(claims: list[dict]) -> str:
   """The claims as a markdown table: each row's first cell its verdict
   (HELD in capitals and bold, did not hold in bold, inconclusive plain) and
   p, then the claim; the count that decides it and its test in a few words
-  (`claims.test_name`; the whole is in summary.json) beside it. One wide
+  (`claim_text.test_name`; the whole is in summary.json) beside it. One wide
   first column: TensorBoard's TEXT tab wraps a narrow column's words in
   two."""
-  from src import claims as claims_lib  # deferred: it imports scipy
+  from src import claim_text  # deferred: it imports scipy
   from src import stats
   mark = {'held': '**HELD**', 'did not hold': '**did not hold**'}
   lines = ['| verdict, p (Holm): claim | count | test |', '|---|---|---|']
@@ -348,7 +348,7 @@ def verdicts_text(claims: list[dict]) -> str:
     said = mark.get(c['verdict'], c['verdict']) + (
         '' if p is None else f', p {stats.fmt_p(p)}')
     lines.append(f'| {said}: {c["claim"]}{where} | '
-                 f'{claims_lib.headline(c)} | {claims_lib.test_name(c)} |')
+                 f'{claim_text.headline(c)} | {claim_text.test_name(c)} |')
   return '\n'.join(lines)
 
 

@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from src import checkpoint as checkpoint_lib
+from src import claim_text
 from src import claims as claims_lib
 from src import experiment
 from src import record
@@ -510,7 +511,7 @@ def claim_line(c: dict) -> str:
   lean = (f'leans {c["if_significant"]}' if c['verdict'].startswith(
       stats.INCONCLUSIVE) and c.get('kind') == claims_lib.COMPARISON
           and c.get('p') is not None and c['p'] < 0.5 else None)
-  said = '; '.join(x for x in (claims_lib.headline(c), lean,
+  said = '; '.join(x for x in (claim_text.headline(c), lean,
                                None if p is None else f'p {p:.2g}') if x)
   role = {claims_lib.SIDE: ' [side claim]',
           claims_lib.SANITY: ' [sanity check: not counted]'}.get(

@@ -9,7 +9,7 @@ import pytest
 from scipy import optimize
 from scipy import stats as sps
 
-from src import claims, stats, tasks
+from src import claim_text, claims, stats, tasks
 from src import power
 from src import gates as gates_lib
 from src.claims import Claim
@@ -93,13 +93,13 @@ def test_the_best_seed_shown_is_the_most_accurate_where_none_clears():
   e = dict(accuracy=[0.181, 0.182, 0.17], strings=1024, null=0.5)
   c = verdict(claims.IMPOSSIBILITY, e)
   assert 'best seed 0.182' in c.measured
-  assert claims.headline(dict(kind=claims.IMPOSSIBILITY, evidence=e,
+  assert claim_text.headline(dict(kind=claims.IMPOSSIBILITY, evidence=e,
                               p=c.p)) == 'best seed 0.182, null 0.500'
 
 
 def test_a_long_fit_is_cut_between_items():
   what = ', '.join(f'model_{i} L^1.00' for i in range(12)) + '; more'
-  said = claims.headline(dict(kind=claims.SHAPE, p=None, evidence=dict(
+  said = claim_text.headline(dict(kind=claims.SHAPE, p=None, evidence=dict(
       exact=True, shows=[True], what=what)))
   assert len(said) <= 95 and said.endswith(', ...')
   assert said[:-5] in what and what[len(said) - 5:].startswith(', ')

@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from experiments import distance
-from src import claims as claims_lib, record, stats, sweep
+from src import claim_text, claims as claims_lib, record, stats, sweep
 from tests import tensorboard_server as tb
 from tests.helpers import ROOT, read_csv, run_py
 
@@ -211,7 +211,7 @@ def test_verdicts_are_a_text_table(run, overview):
       '' if c['p_adjusted'] is None
       else f', p {stats.fmt_p(c["p_adjusted"])}') + f': {c["claim"]}'
   assert len(rows) == len(claims)
-  assert all(r[0].startswith(said(c)) and r[2] == claims_lib.test_name(c)
+  assert all(r[0].startswith(said(c)) and r[2] == claim_text.test_name(c)
              for r, c in zip(rows, claims)), rows
   assert '<strong>HELD</strong>' in text['text'] or not any(
       c['verdict'] == 'held' for c in claims)
