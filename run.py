@@ -13,7 +13,8 @@ redone). --print_config shows every field and where it came from;
 """
 # Kept short on purpose: the flags (the config fields of src/config.py's
 # Config and of each experiment's own config class), a bad one refused in
-# one line, and the hand-off to src/launch.py.
+# one line, then the run started (src/launch.py) and its training loop
+# (src/runner.py's `run`).
 
 import dataclasses
 import re
@@ -24,6 +25,7 @@ from absl import app, flags, logging
 
 import experiments
 from src import config as config_lib
+from src import experiment
 from src import launch
 
 FLAGS = flags.FLAGS
@@ -211,8 +213,14 @@ def main(argv):
     launch.fail(str(e))
   if FLAGS.print_config:
     launch.print_config(plan, given, experiments)
+  elif isinstance(plan.experiment, experiment.Composite):
+    launch.run_parent(plan, given)  # --exp=all: each part a process
   else:
-    launch.run(plan, given)
+    from src import runner  # after the flags: jax starts with XLA's flags
+    with launch.started(plan, given) as run:
+      runner.train_and_evaluate(plan.experiment, plan.config, run.run_dir,
+                                stop=run.stop,
+                                slice_members=run.slice_members)
 
 
 if __name__ == '__main__':

@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 from flax import nnx
 
+from src import checkpoint as checkpoint_lib
 from src import models as models_lib
 from src import probes
 from src import rundir
 from src import storage
 from src import streams
-from src import sweep
 from src import tasks as tasks_lib
 from src import train as train_lib
 from src.checkpoint import GroupCheckpoints
@@ -295,7 +295,7 @@ def load_seed(run, group: str, seed: int, checkpoint_dir=None,
     if not steps:
       raise NotFound(f'no checkpoint of {group} in {folder}')
     ensemble = train_lib.build(recipe)
-    step, state = sweep.restore(ensemble, checkpoints)
+    step, state = checkpoint_lib.restore(ensemble, checkpoints)
   finally:
     checkpoints.close()
   if state is None:

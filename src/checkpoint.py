@@ -207,3 +207,24 @@ class GroupCheckpoints:
 
   def close(self) -> None:
     self.manager.close()
+
+
+def restore(ensemble, checkpoints):
+  """(step, state) of the latest good checkpoint, placed on `ensemble`'s
+  seed axis, or (0, None). A checkpoint from a run on another number of
+  devices restores too."""
+  step, state = checkpoints.restore_latest(
+      lambda step: ensemble.abstract_state(checkpoints.saved_seeds(step)))
+  if state is None:
+    return 0, None
+  # Restored leaves may land on one device: place them on the seed axis.
+  return step, ensemble.place(ensemble.repad(state))
+
+
+def resume_or_init(ensemble, checkpoints=None):
+  """(start_step, state): the latest good checkpoint, else step 0."""
+  if checkpoints is not None:
+    step, state = restore(ensemble, checkpoints)
+    if state is not None:
+      return step, state
+  return 0, ensemble.init()

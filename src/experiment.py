@@ -8,7 +8,7 @@ and the CPU-fast variant), its groups (`group(...)`, below), what it
 measures of a trained group, its rows and its claims; the methods the base
 class gives (measure, on_chunk, rows, ...) are its defaults. The runner
 (`src/runner.py`) calls only those methods, so a reader can follow every
-call from `runner.run` into the experiment.
+call from `runner.train_and_evaluate` into the experiment.
 """
 
 import abc

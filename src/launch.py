@@ -6,6 +6,7 @@ and a peer process's failure. `run.py` defines the flags and calls these.
 values, which ones were given, and the config field flags as text.
 """
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -282,14 +283,21 @@ def use_compilation_cache(folder) -> None:
   jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)
 
 
-def run(plan: Plan, flags: Flags) -> None:
-  """Starts the backend (and jax.distributed) and runs the experiment: its
-  own `run` (--exp=all, whose parts run as processes of their own), else
-  the shared runner."""
-  from src import experiment
-  from src import runner
-  if isinstance(plan.experiment, experiment.Composite):
-    return run_parent(plan, flags)
+@dataclasses.dataclass
+class Started:
+  """What the training loop needs of a started run: its folder, the stop
+  request that signals set, and the memory plan's slice of a group."""
+  run_dir: rundir.RunDir
+  stop: object
+  slice_members: int | None
+
+
+@contextlib.contextmanager
+def started(plan: Plan, flags: Flags):
+  """Starts the backend (and jax.distributed), the compilation cache, the
+  memory plan, the signals and the run folder, and yields them (`Started`)
+  to the training loop; a bad setting, a preemption, a full disk or a
+  peer's failure then ends the process in one line."""
   # Before the backend starts: XLA reads XLA_FLAGS once, as it starts.
   determinism = determinism_lib.configure(flags.nondeterministic)
   import jax
@@ -326,8 +334,7 @@ def run(plan: Plan, flags: Flags) -> None:
                            plan.config, overwrite=flags.overwrite,
                            extra=extra) as run_dir:
       distributed.sync('run_dir_open')  # process 0 has cleared or locked it
-      runner.run(plan.experiment, plan.config, run_dir, stop=stop,
-                 slice_members=slice_members)
+      yield Started(run_dir, stop, slice_members)
   except config_lib.ConfigError as e:
     fail(str(e))
   except checkpoint_lib.Preempted as e:

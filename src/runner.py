@@ -1,11 +1,14 @@
 """The runner every experiment shares: an experiment says what it measures
 (`src/experiment.py`), the runner does the rest.
 
-In one place and in this order: skips what is finished (a group whose rows
-are in results.csv is never redone), builds each ensemble from the group's
-recipe (the one `analysis.load_seed` rebuilds from), trains (`sweep.Sweep`:
-checkpoints, TensorBoard, curves.csv), measures and times, writes every
-probe value into one long table (measurements.csv: the probe at step 0
+In one loop (`train_and_evaluate`), read top to bottom, and in this order:
+skips what is finished (a group whose rows are in results.csv is never
+redone), builds each ensemble from the group's recipe (the one
+`analysis.load_seed` rebuilds from), resumes from its checkpoint, trains
+in chunks (`Ensemble.train_chunk`, which scans `train.train_step`) while
+logging (`src/tblog.py`: TensorBoard, curves.csv, progress) and
+checkpointing between them, measures and times, writes every probe value
+into one long table (measurements.csv: the probe at step 0
 where the experiment asks, every chunk, the end), drops the padding seeds,
 logs per-seed values and seed means, closes the group's TensorBoard metrics
 before its rows (a group with rows is never redone, so its metrics must be
@@ -18,6 +21,7 @@ import concurrent.futures
 import dataclasses
 import contextlib
 import io
+import signal
 import time
 
 import numpy as np
@@ -25,20 +29,24 @@ import numpy as np
 from src import checkpoint as checkpoint_lib
 from src import claim_text
 from src import claims as claims_lib
+from src import distributed
 from src import experiment
 from src import record
 from src import rundir
 from src import stats
 from src import storage
 from src import streams
-from src import sweep
+from src import tblog
+from src import train as train_lib
 
 
-def run(module, config, run_dir, *, stop=None,
-        slice_members: int | None = None) -> dict:
-  """Runs experiment `module` into `run_dir`; returns its summary.
-  `slice_members`: at most so many members of a group at once (the memory
-  plan, `config.memory_plan`; None: all)."""
+def train_and_evaluate(module, config, run_dir, *, stop=None,
+                       slice_members: int | None = None) -> dict:
+  """The training loop: trains, measures and records every group of
+  experiment `module` into `run_dir`, then summarises; returns the
+  summary. `stop`: a `checkpoint.StopRequest`; `slice_members`: at most so
+  many members of a group at once (the memory plan, `config.memory_plan`;
+  None: all)."""
   if isinstance(module, experiment.Cells):
     return _run_cells(module, config, run_dir, stop)
   tables = {name: record.ResultsCsv(run_dir.path / name, with_rates(cols))
@@ -48,40 +56,120 @@ def run(module, config, run_dir, *, stop=None,
   measurements = record.ResultsCsv(run_dir.path / 'measurements.csv',
                                    experiment.MEASUREMENT_COLUMNS)
   groups = [experiment.with_settings(g, config) for g in module.groups(config)]
-  steps = max(max(g.budgets or (config.steps,)) for g in groups)
-  sweeper = sweep.Sweep(
-      run_dir, config, groups, stop=stop, steps=steps,
+  log = tblog.RunLog(
+      run_dir, config, groups,
+      steps=max(max(g.budgets or (config.steps,)) for g in groups),
       step_work={g.name: g.work for g in groups},
       final_examples=config.eval_examples if module.final_test else None,
       tags=module.tags)
-  kept = {}
+  # What is done is never redone: a group (or budget) with rows is finished.
   todo = {g.name: [b for b in (g.budgets or (config.steps,)) if not
                    results.has(**g.key, **({'steps': b} if g.budgets
                                            else {}))] for g in groups}
-  ahead = _CompileAhead(module, config, slice_members)
   queue = [g for g in groups if todo[g.name]]
   if not queue:
-    sweeper.progress.say(f'nothing to do: {len(groups)} groups already '
-                         'finished (their rows are in results.csv); below, '
-                         'the summary of what they recorded')
-    sweeper.progress.quiet = True  # no bar over work found done
+    log.progress.say(f'nothing to do: {len(groups)} groups already '
+                     'finished (their rows are in results.csv); below, the '
+                     'summary of what they recorded')
+    log.progress.quiet = True  # no bar over work found done
+  ahead = _CompileAhead(module, config, slice_members)
   if queue:  # the first compiles while the main thread initialises it
     ahead.prepare(queue[0], todo[queue[0].name])
+  kept = {}
   try:
     for g in groups:
       ensemble, params = None, None
       for budget in g.budgets or (config.steps,):
         if budget not in todo[g.name]:
-          sweeper.skip(g, budget)
+          log.skip(g, budget)
           continue
+        # Build: the ensemble of every seed and rate (compiled ahead while
+        # the group before it trained), then the next group's in its turn.
         if ensemble is None:
           ensemble = ahead.take(g)
           after = queue.index(g) + 1
-          if after < len(queue):  # its programs compile while g trains
+          if after < len(queue):
             ahead.prepare(queue[after], todo[queue[after].name])
-        params = _train_and_record(module, config, g, ensemble, budget,
-                                   sweeper, results, tables, measurements)
-      if module.keeps:
+        S, rates = ensemble.num_seeds, ensemble.learning_rates
+        _probe_at_start(module, g, ensemble, measurements)
+        # Resume: the latest good checkpoint of this group's own recipe
+        # (never another run's), else step 0.
+        start_time = time.perf_counter()
+        folder = run_dir.checkpoint_dir / g.name
+        rundir.claim_group(folder, ensemble.recipe, run_dir.path,
+                           is_writer=run_dir.is_writer)
+        checkpoints = checkpoint_lib.GroupCheckpoints(folder)
+        step, state = checkpoint_lib.resume_or_init(ensemble, checkpoints)
+        glog = log.open_group(g, ensemble, step, budget)
+        # Train in chunks. A chunk's metrics are logged once the next is
+        # dispatched (the device never waits on the host), and all of them
+        # before a checkpoint (a resume starts after it and must find
+        # everything before it written). Every process stops at the same
+        # boundary, whichever got the signal.
+        last_saved, pending = step, []
+        try:
+          for num_steps in train_lib.chunks(step, budget, config.chunk_steps):
+            state, metrics = ensemble.train_chunk(state, step, num_steps)
+            step += num_steps
+            for done in pending:
+              _log_chunk(module, config, g, ensemble, glog, measurements,
+                         *done)
+            pending = [(step, metrics)]
+            stopping = stop is not None and distributed.any_process(
+                stop.requested)
+            due = (config.checkpoint_every
+                   and step - last_saved >= config.checkpoint_every)
+            if due or stopping or step == budget:
+              for done in pending:
+                _log_chunk(module, config, g, ensemble, glog, measurements,
+                           *done)
+              pending = []
+              checkpoints.save(step, state)
+              last_saved = step
+            if stopping:
+              raise checkpoint_lib.Preempted(stop.signum or signal.SIGTERM,
+                                             f'{g.name} step {step}')
+        except BaseException:
+          glog.abort()
+          raise
+        finally:
+          checkpoints.close()
+        params = state['params']
+        # Measure: the experiment's final measurement, and with a grid of
+        # rates, each rate's accuracy on fresh strings neither training nor
+        # the tests see; the rate is chosen on those.
+        start = time.perf_counter()
+        train_s = start - start_time
+        final = module.measure(g, ensemble, params, config)
+        validation = None
+        if len(rates) > 1:
+          validation = ensemble.evaluate(
+              params, stream=streams.VALIDATION_STREAM,
+              num_examples=config.eval_examples)['accuracy']
+        selected = 0 if validation is None else select_rate(validation, S)
+        wall_s = train_s + time.perf_counter() - start
+        # Write: the TensorBoard metrics first (a group with rows is never
+        # redone), then the measurements, the rows, the progress line.
+        for r in range(len(rates)):
+          for tag, values in module.final_scalars(
+              g, config, ensemble.at_rate(final, r)).items():
+            at, values = values if isinstance(values, tuple) else (budget,
+                                                                  values)
+            glog.per_seed(r, {tag: values}, at)
+        measurements.drop(lambda r: r['group'] == g.name
+                          and r['step'] == str(budget)
+                          and r['key'].startswith('final/'))
+        measurements.append(measurement_rows(g, rates, budget, {
+            f'final/{k}': v for k, v in final.items()
+            if np.ndim(v) >= 1 and len(v) == S * len(rates)}))
+        accuracy = np.asarray(final['accuracy'], float)
+        glog.close(budget, accuracy.reshape(len(accuracy), -1).mean(axis=1),
+                   selected)
+        _write_rows(module, config, g, ensemble, final, validation, selected,
+                    ensemble.unpad(state['diverged']), wall_s, budget,
+                    results, tables, log.progress)
+        params = ensemble.rate_first(params, selected)
+      if module.keeps:  # what the experiment keeps of the trained group
         ensemble = ensemble or experiment.build(
             g, config, slice_members=slice_members)
         if params is None:
@@ -95,23 +183,95 @@ def run(module, config, run_dir, *, stop=None,
           kept[g.name] = module.keep(g, ensemble, params, config)
   finally:
     ahead.close()
+  # Summarise: the claims judged on the selected rates' rows, and on every
+  # rate's alone.
   rates = {g.name: selected_rate(g, results.rows) for g in groups}
   chosen = lambda rows: [r for r in rows if r.get('selected') != '0']
   at_selected = lambda table: [
       c for c in table if c.get('learning_rate', '') in ('', rates.get(
           c['group']))]
   data = experiment.Measured(
-      curves=at_selected(sweeper.curves.rows),
+      curves=at_selected(log.curves.rows),
       tables={k: chosen(t.rows) for k, t in tables.items()}, kept=kept,
       measurements=experiment.Measurements(at_selected(measurements.rows)),
       learning_rates=_rate_summary(config, groups, results.rows))
   everything = experiment.Measured(
-      curves=sweeper.curves.rows,
+      curves=log.curves.rows,
       tables={k: t.rows for k, t in tables.items()},
       measurements=experiment.Measurements(measurements.rows))
   return finish(module, config, run_dir, chosen(results.rows), data,
                 by_rate=verdicts_by_rate(module, config, results.rows,
                                          everything))
+
+
+def _probe_at_start(module, g, ensemble, measurements) -> None:
+  """The probe before training, where the experiment asks (once)."""
+  if module.probe_at_start and g.probe is not None and not any(
+      r['group'] == g.name and r['step'] == '0' for r in measurements.rows):
+    at_start = ensemble.measure(
+        ensemble.init()['params'], g.probe, stream=streams.PROBE_STREAM,
+        num_examples=g.probe_examples)
+    measurements.append(measurement_rows(g, ensemble.learning_rates, 0,
+                                         at_start))
+
+
+def _log_chunk(module, config, g, ensemble, glog, measurements, step,
+               metrics) -> None:
+  """A chunk ending at `step`: its curves, its probe values (measurements.csv
+  and the experiment's own per-chunk scalars), the progress line."""
+  metrics = distributed.to_host(metrics)
+  glog.chunk(step, metrics)
+  probe = None
+  if 'probe' in metrics:
+    probe = ensemble.unpad(metrics['probe'])
+    # Rows a killed run wrote past its last checkpoint: not twice.
+    measurements.drop(lambda r: r['group'] == g.name
+                      and int(r['step']) >= step)
+    measurements.append(measurement_rows(g, ensemble.learning_rates, step,
+                                         probe))
+  for r in range(len(ensemble.learning_rates)):
+    writer = glog.writers[r] if glog.writers else None
+    glog.per_seed(r, module.on_chunk(
+        g, config, step, None if probe is None else ensemble.at_rate(
+            probe, r), writer), step)
+  if checkpoint_lib.fault_due(f'{g.name}@{step}'):
+    glog.flush()  # the events past the last checkpoint must be purged
+    checkpoint_lib.die(f'{g.name}@{step}')
+  glog.counted(step, metrics)
+
+
+def _write_rows(module, config, g, ensemble, final, validation, selected,
+                diverged, wall_s, budget, results, tables, progress) -> None:
+  """The group's rows at every rate (tagged with the rate, whether it was
+  selected and its validation accuracy) into results.csv and the
+  experiment's tables, and its line under the progress bar."""
+  rates = ensemble.learning_rates
+  timing = lambda r: experiment.Timing(
+      budget, wall_s, ensemble.compile_s, ensemble.num_params,
+      ensemble.at_rate(diverged, r), ensemble.compiled_s)
+  out = {}
+  for r, rate in enumerate(rates):
+    rows = module.rows(g, ensemble.at_rate(final, r), config, timing(r))
+    valid = (None if validation is None
+             else ensemble.at_rate(validation, r))
+    tag = lambda row: {**row, 'learning_rate': rate,
+                       'selected': r == selected,
+                       'validation_accuracy': (
+                           '' if valid is None else
+                           valid[int(row['seed'])] if 'seed' in row
+                           else float(np.mean(valid)))}
+    for name, table in (rows if isinstance(rows, dict)
+                        else {'results.csv': rows}).items():
+      out.setdefault(name, []).extend(tag(row) for row in table)
+  for name, table in tables.items():
+    # Rows a killed run wrote before this group's results: not twice.
+    table.drop(lambda r: all(r[k] == str(v) for k, v in g.key.items()))
+    table.append(out.get(name, []))
+  results.append(out['results.csv'])
+  progress.say(module.line(g, ensemble.at_rate(final, selected), config,
+                           timing(selected))
+               + (f' (lr {rates[selected]:g} of {len(rates)})'
+                  if len(rates) > 1 else ''))
 
 
 class _CompileAhead:
@@ -138,7 +298,7 @@ class _CompileAhead:
     done = [b for b in (group.budgets or ()) if b < min(budgets)]
     sizes, start = set(), max(done, default=0)
     for budget in budgets:
-      sizes.update(sweep.chunks(start, budget, self.config.chunk_steps))
+      sizes.update(train_lib.chunks(start, budget, self.config.chunk_steps))
       start = budget
     self._pool.submit(ensemble.compile_ahead, sorted(sizes),
                       self.eval_examples)
@@ -289,116 +449,13 @@ def measurement_rows(g: experiment.Group, rates, step: int,
   return out
 
 
-def _train_and_record(module, config, g, ensemble, budget, sweeper, results,
-                      tables, measurements):
-  """Trains `g` to `budget` (every rate of the grid), measures it, selects
-  its rate on validation strings, logs and writes its rows and its
-  measurements; returns its final parameters."""
-  S, rates = ensemble.num_seeds, ensemble.learning_rates
-  mine = lambda r: r['group'] == g.name
-  if module.probe_at_start and g.probe is not None and not any(
-      mine(r) and r['step'] == '0' for r in measurements.rows):
-    at_start = ensemble.measure(
-        ensemble.init()['params'], g.probe, stream=streams.PROBE_STREAM,
-        num_examples=g.probe_examples)
-    measurements.append(measurement_rows(g, rates, 0, at_start))
-
-  def log_chunk(step, metrics, writers, seed_writers):
-    probe = (ensemble.unpad(metrics['probe']) if 'probe' in metrics
-             else None)
-    if probe is not None:
-      # Rows a killed run wrote past its last checkpoint: not twice.
-      measurements.drop(lambda r: mine(r) and int(r['step']) >= step)
-      measurements.append(measurement_rows(g, rates, step, probe))
-    for r in range(len(rates)):
-      writer = writers[r] if writers else None
-      _log_per_seed(writer, seed_writers[r] if writers else [],
-                    module.on_chunk(g, config, step, None if probe is None
-                                    else ensemble.at_rate(probe, r), writer),
-                    step)
-
-  trained = sweeper.train(g, ensemble, steps=budget, on_chunk=log_chunk)
-  params = trained.state['params']
-  start = time.perf_counter()
-  final = module.measure(g, ensemble, params, config)
-  validation = None
-  if len(rates) > 1:  # fresh strings neither training nor the tests see
-    validation = ensemble.evaluate(
-        params, stream=streams.VALIDATION_STREAM,
-        num_examples=config.eval_examples)['accuracy']
-  selected = 0 if validation is None else select_rate(validation, S)
-  wall_s = trained.wall_s + time.perf_counter() - start
-  diverged = ensemble.unpad(trained.state['diverged'])
-  # The TensorBoard metrics first: a group with rows is never redone.
-  for r in range(len(rates)):
-    for tag, values in module.final_scalars(
-        g, config, ensemble.at_rate(final, r)).items():
-      step, values = values if isinstance(values, tuple) else (budget,
-                                                               values)
-      _log_per_seed(trained.writers[r] if trained.writers else None,
-                    trained.seed_writers[r] if trained.writers else [],
-                    {tag: values}, step)
-  measurements.drop(lambda r: mine(r) and r['step'] == str(budget)
-                    and r['key'].startswith('final/'))
-  measurements.append(measurement_rows(g, rates, budget, {
-      f'final/{k}': v for k, v in final.items()
-      if np.ndim(v) >= 1 and len(v) == S * len(rates)}))
-  accuracy = np.asarray(final['accuracy'], float)
-  trained.close(budget, accuracy.reshape(len(accuracy), -1).mean(axis=1),
-                selected)
-  out = {}
-  for r, rate in enumerate(rates):
-    timing = experiment.Timing(budget, wall_s, ensemble.compile_s,
-                               ensemble.num_params,
-                               ensemble.at_rate(diverged, r),
-                               ensemble.compiled_s)
-    rows = module.rows(g, ensemble.at_rate(final, r), config, timing)
-    valid = (None if validation is None
-             else ensemble.at_rate(validation, r))
-    tag = lambda row: {**row, 'learning_rate': rate,
-                       'selected': r == selected,
-                       'validation_accuracy': (
-                           '' if valid is None else
-                           valid[int(row['seed'])] if 'seed' in row
-                           else float(np.mean(valid)))}
-    for name, table in (rows if isinstance(rows, dict)
-                        else {'results.csv': rows}).items():
-      out.setdefault(name, []).extend(tag(row) for row in table)
-  for name, table in tables.items():
-    # Rows a killed run wrote before this group's results: not twice.
-    table.drop(lambda r: all(r[k] == str(v) for k, v in g.key.items()))
-    table.append(out.get(name, []))
-  results.append(out['results.csv'])
-  sweeper.progress.say(module.line(
-      g, ensemble.at_rate(final, selected), config,
-      experiment.Timing(budget, wall_s, ensemble.compile_s,
-                        ensemble.num_params,
-                        ensemble.at_rate(diverged, selected),
-                        ensemble.compiled_s))
-      + (f' (lr {rates[selected]:g} of {len(rates)})'
-         if len(rates) > 1 else ''))
-  return ensemble.rate_first(params, selected)
-
-
-def _log_per_seed(writer, seed_writers, values: dict | None, step) -> None:
-  """Each tag's per-seed values in the seed runs, their mean in the group's
-  (nothing on other processes)."""
-  if writer is None or not values:
-    return
-  for tag, v in values.items():
-    v = np.asarray(v, float)
-    writer.add_scalar(tag, float(v.mean()), step)
-    for s, w in enumerate(seed_writers[:len(v)]):
-      w.add_scalar(tag, float(v[s]), step)
-
-
 def _restore_params(ensemble, folder, workdir):
   """The final parameters of a group finished in an earlier run, from its
   checkpoint (None when there is none)."""
   rundir.check_recipe(folder, ensemble.recipe, workdir)
   checkpoints = checkpoint_lib.GroupCheckpoints(folder)
   try:
-    _, state = sweep.restore(ensemble, checkpoints)
+    _, state = checkpoint_lib.restore(ensemble, checkpoints)
   finally:
     checkpoints.close()
   return None if state is None else state['params']

@@ -5,7 +5,8 @@ seed) pair, rate-major) sharded over the devices, steps run in `lax.scan`
 chunks, training strings are drawn on the device from `fold_in(key, step)`,
 and the train state is donated. Member (r, s) starts from seed s's
 initialisation and draws seed s's strings, so the rates of a seed are paired.
-`sweep.fit` runs the chunks.
+The training loop (`runner.train_and_evaluate`) runs the chunks
+(`chunks`).
 
 Shape legend: S members (seeds, or (rate, seed) pairs: the ensemble axis), B
 batch, L length, T steps in a chunk.
@@ -557,6 +558,12 @@ def build(recipe: dict, **kwargs) -> Ensemble:
       optimizer=recipe.get('optimizer'),
       train_strings=recipe.get('train_strings', 0),
       early_stop=recipe.get('early_stop', 0.0), **kwargs)
+
+
+def chunks(start_step: int, steps: int, chunk_steps: int) -> list[int]:
+  """The steps of each chunk that trains from `start_step` to `steps`."""
+  return [min(chunk_steps, steps - step)
+          for step in range(start_step, steps, chunk_steps)]
 
 
 EVAL_CHUNK = 256  # test strings per forward pass in `evaluate`

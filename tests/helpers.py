@@ -217,3 +217,17 @@ def assert_figure(path, min_size=(250, 400)):
   assert pixels.shape[0] >= min_size[0] and pixels.shape[1] >= min_size[1], \
       pixels.shape
   assert pixels[..., :3].std() > 0.05, f'{path} looks blank'
+
+
+def fit(ens, state, start: int, *, steps: int, chunk_steps: int,
+        on_chunk=None):
+  """Trains `ens` from `start` to `steps` in the chunks the runner's loop
+  trains, with no run folder (no checkpoints, no logs); returns the final
+  state. `on_chunk(step, metrics)` sees each chunk's metrics."""
+  from src import train
+  for num_steps in train.chunks(start, steps, chunk_steps):
+    state, metrics = ens.train_chunk(state, start, num_steps)
+    start += num_steps
+    if on_chunk is not None:
+      on_chunk(start, metrics)
+  return state

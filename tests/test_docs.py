@@ -192,7 +192,8 @@ RUN_BY = {
                      'gs://$BUCKET/searchlight/runs/distance .'): (
         'not run: gcloud and a bucket',),
     ('REFERENCE.md', 'run.py                   the flags (each experiment\'s '
-                     'config fields) and the hand-off'): (
+                     'config fields), then the run started and its training '
+                     'loop'): (
         'tests/test_docs.py::test_reference_layout_names_real_paths',),
     ('REFERENCE.md', '@dataclasses.dataclass(frozen=True)'): (
         'tests/test_docs.py::test_reference_config_snippet_is_the_code',),

@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from experiments import distance
-from src import claim_text, claims as claims_lib, record, stats, sweep
+from src import claim_text, claims as claims_lib, record, stats, tblog
 from tests import tensorboard_server as tb
 from tests.helpers import ROOT, read_csv, run_py
 
@@ -115,7 +115,7 @@ def test_overview_is_a_run_per_model(overview, models, run):
   model, the root with the text and figures, and the two axis guides, flat
   at 0 and 1 at every length of every finding chart."""
   assert set(overview.get('/data/runs')) == {'.', *models,
-                                             *sweep.AXIS_GUIDES}
+                                             *tblog.AXIS_GUIDES}
   tags = overview.get('/data/plugin/scalars/tags')
   lengths = [f'L{L:03d}' for L in run[2]['lengths']]
   for m in models:
@@ -125,7 +125,7 @@ def test_overview_is_a_run_per_model(overview, models, run):
           for L in lengths)}
   findings = {'finding/accuracy', 'finding/solved',
               *(f'finding/solved_by_model/{m}' for m in models)}
-  for guide, value in sweep.AXIS_GUIDES.items():
+  for guide, value in tblog.AXIS_GUIDES.items():
     assert set(tags[guide]) == findings
     for tag in findings:
       points = overview.get('/data/plugin/scalars/scalars', run=guide, tag=tag)
@@ -287,13 +287,13 @@ def test_browser_opens_on_the_finding(overview, models, tmp_path):
     assert min(ticks) == 0 and max(ticks) == 1, (tag, ticks)
     colours = re.findall(line, card)
     assert len(colours) == len(set(colours)) == len(models) + len(
-        sweep.AXIS_GUIDES)
+        tblog.AXIS_GUIDES)
     table = re.sub(r'<[^>]+>', ' ', card[card.index('<tb-data-table'):])
     assert all(f' {m} ' in table for m in models)
   for m in models:
     alone = _card(dom, f'finding/solved_by_model/{m}')
     ticks = _y_ticks(alone)
     assert min(ticks) == 0 and max(ticks) == 1, (m, ticks)
-    assert len(re.findall(line, alone)) == 1 + len(sweep.AXIS_GUIDES)
+    assert len(re.findall(line, alone)) == 1 + len(tblog.AXIS_GUIDES)
     table = re.sub(r'<[^>]+>', ' ', alone[alone.index('<tb-data-table'):])
     assert f' {m} ' in table

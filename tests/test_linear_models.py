@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from src import models, sweep, tasks, train
+from src import models, tasks, train
 from src.models import linear_attention, mamba
 from src.models import lru as lru_lib
+from tests.helpers import fit
 
 NAMES = ('linear_attention', 'lru', 'mamba')
 # float32 (eps 1.2e-7) on states of size 1 to 5: the parallel and recurrent
@@ -360,6 +361,6 @@ def test_learns_the_memory_task(name):
                                d_model=32, num_classes=2)
   ens = train.Ensemble(model_fn, task, num_seeds=2, seed=0, batch_size=32,
                        learning_rates=3e-3)
-  state = sweep.fit(ens, ens.init(), 0, steps=200, chunk_steps=200)
+  state = fit(ens, ens.init(), 0, steps=200, chunk_steps=200)
   test = ens.evaluate(state['params'], num_examples=1024)
   assert (test['accuracy'] >= 0.9).all(), test

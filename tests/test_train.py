@@ -3,7 +3,8 @@ import functools
 import jax
 import numpy as np
 
-from src import models, optimizers, sweep, tasks, train
+from src import checkpoint, models, optimizers, tasks, train
+from tests.helpers import fit
 
 
 def ensemble(model='attention', length=20, num_seeds=2, seed=0,
@@ -18,8 +19,8 @@ def ensemble(model='attention', length=20, num_seeds=2, seed=0,
 
 def test_attention_learns_length_20():
   ens = ensemble()
-  _, state = sweep.resume_or_init(ens)
-  state = sweep.fit(ens, state, 0, steps=300, chunk_steps=100)
+  _, state = checkpoint.resume_or_init(ens)
+  state = fit(ens, state, 0, steps=300, chunk_steps=100)
   test = ens.evaluate(state['params'], num_examples=1024)
   assert test['accuracy'].shape == (2,)
   assert (test['accuracy'] >= 0.99).all(), test
@@ -36,7 +37,7 @@ def test_seed_runs_do_not_depend_on_ensemble_size():
   finals = []
   for n in (2, 3):
     ens = ensemble(model='rnn', length=6, num_seeds=n)
-    state = sweep.fit(ens, ens.init(), 0, steps=20, chunk_steps=10)
+    state = fit(ens, ens.init(), 0, steps=20, chunk_steps=10)
     finals.append(ens.unpad(state['params']))
   for a, b in zip(jax.tree.leaves(finals[0]), jax.tree.leaves(finals[1])):
     np.testing.assert_array_equal(a, b[:2])
@@ -50,12 +51,12 @@ def test_programs_compiled_ahead_are_the_ones_training_runs():
   for ahead in (False, True):
     ens = ensemble(model='rnn', length=6)
     if ahead:
-      ens.compile_ahead(sweep.chunks(0, 25, 10), eval_examples=64)
+      ens.compile_ahead(train.chunks(0, 25, 10), eval_examples=64)
       programs = {name: f.result() for name, f in ens._compiled.items()}
       # The test curve's program (256 strings) and the final test's (64).
       assert {name[:2] for name in programs} == {
           ('train', 10), ('train', 5), ('test', 256), ('test', 64)}
-    state = sweep.fit(ens, ens.init(), 0, steps=25, chunk_steps=10)
+    state = fit(ens, ens.init(), 0, steps=25, chunk_steps=10)
     runs.append((ens.unpad(state), ens.evaluate(state['params'],
                                                 num_examples=64)))
     if ahead:
@@ -77,7 +78,7 @@ def test_the_curve_is_the_same_from_the_final_tests_program():
                          eval_examples=eval_examples)
     assert ens.test_examples == (eval_examples or train.CURVE_EXAMPLES)
     curve = []
-    sweep.fit(ens, ens.init(), 0, steps=20, chunk_steps=10,
+    fit(ens, ens.init(), 0, steps=20, chunk_steps=10,
               on_chunk=lambda step, m: curve.append(
                   ens.unpad(m['test_accuracy'])))
     runs.append(curve)
@@ -111,7 +112,7 @@ def test_chunked_equals_unchunked():
   outs = []
   for chunk in (5, 20):
     ens = ensemble(model='lstm', length=5)
-    state = sweep.fit(ens, ens.init(), 0, steps=20, chunk_steps=chunk)
+    state = fit(ens, ens.init(), 0, steps=20, chunk_steps=chunk)
     outs.append(ens.unpad(state))
   for a, b in zip(jax.tree.leaves(outs[0]), jax.tree.leaves(outs[1])):
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
@@ -119,7 +120,7 @@ def test_chunked_equals_unchunked():
 
 def test_divergence_is_flagged_not_fatal():
   ens = ensemble(model='rnn', length=6, learning_rate=1e38)
-  state = sweep.fit(ens, ens.init(), 0, steps=30, chunk_steps=10)
+  state = fit(ens, ens.init(), 0, steps=30, chunk_steps=10)
   assert ens.unpad(state['diverged']).all()
   test = ens.evaluate(state['params'], num_examples=64)
   assert test['accuracy'].shape == (2,)  # measured, whatever it is
@@ -157,7 +158,7 @@ def test_train_step_is_a_plain_function_the_ensemble_scans():
   (params, _, diverged), (loss_T, _) = jax.lax.scan(
       step, carry, jax.numpy.arange(30))
   assert not diverged and loss_T[-1] < loss_T[0]
-  trained = sweep.fit(ens, state, 0, steps=30, chunk_steps=30)
+  trained = fit(ens, state, 0, steps=30, chunk_steps=30)
   np.testing.assert_allclose(
       jax.tree.leaves(ens.unpad(trained['params']))[0][0],
       jax.tree.leaves(params)[0], rtol=1e-5, atol=1e-6)
@@ -181,7 +182,7 @@ def test_a_group_trained_in_slices_of_members_is_the_same():
                            learning_rates=(1e-3, 3e-3), eval_examples=64,
                            slice_members=slice_members)
       logged = []
-      state = sweep.fit(ens, ens.init(), 0, steps=20, chunk_steps=10,
+      state = fit(ens, ens.init(), 0, steps=20, chunk_steps=10,
                         on_chunk=lambda step, m: logged.append(
                             ens.unpad(m)))
       runs.append((ens.slices, ens.unpad(state['params']), logged,

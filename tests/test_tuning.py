@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import experiments
-from src import claims, experiment, runner, stats, sweep
+from src import claims, experiment, runner, stats
 from src import gates as gates_lib
 from src import config as config_lib
-from tests.helpers import read_csv, run_py
+from tests.helpers import fit, read_csv, run_py
 from tests.test_verdicts import distance_summary, upto
 
 # -- the grid on the ensemble axis ---------------------------------------------
@@ -30,7 +30,7 @@ def test_a_rate_of_the_grid_trains_as_that_rate_alone():
   assert (grid.num_seeds, grid.num_members) == (2, 4)
   out = {}
   for name, ens in (('grid', grid), ('alone', alone)):
-    state = sweep.fit(ens, ens.init(), 0, steps=10, chunk_steps=10)
+    state = fit(ens, ens.init(), 0, steps=10, chunk_steps=10)
     out[name] = ens.unpad(state['params'])
   for g, a in zip(jax_leaves(out['grid']), jax_leaves(out['alone'])):
     np.testing.assert_allclose(g[2:4], a[:2], rtol=1e-6, atol=1e-7)

@@ -1,8 +1,7 @@
-"""A group's training as a run records it: checkpoints and resume, the
-progress line, TensorBoard and curves.csv. The runner (`src/runner.py`)
-calls `Sweep.train` for every group it does not skip; `fit` runs its chunks
-(the Python loop runs only between them: it logs, checkpoints and listens
-for preemption there).
+"""What a run records of its groups' training as it goes: TensorBoard,
+curves.csv and the progress line. The training loop
+(`runner.train_and_evaluate`) opens a `RunLog` for the run, a `GroupLog`
+for each group it trains, and hands it each chunk's metrics.
 
 TensorBoard, two logdirs:
   tb/overview/           what to open first (few runs, every one ticked):
@@ -28,20 +27,12 @@ TensorBoard, two logdirs:
 Every scalar tag carries a display name and a description (`describe`).
 """
 
-import dataclasses
-import functools
 import re
-import signal
-import time
-from typing import Callable
 
 import numpy as np
 
-from src import checkpoint as checkpoint_lib
-from src import distributed
 from src import models as models_lib
 from src import record
-from src import rundir
 from src import stats
 from src import train as train_lib
 
@@ -140,44 +131,6 @@ def rate_label(rate: float) -> str:
   return f'lr{rate:.0e}'
 
 
-@dataclasses.dataclass
-class GroupRun:
-  """A trained group: final state, what it cost, and its open writers, one
-  set per learning rate of the grid (the members r * S .. r * S + S - 1)."""
-  state: dict
-  writers: list  # per rate, its TensorBoard writer ([] on other processes)
-  seed_writers: list  # per rate, a writer per seed
-  num_seeds: int
-  wall_s: float
-  compile_s: float
-  resumed_from: int
-  # overview(step, final accuracy per seed): the group's curves in the
-  # overview, at the selected rate (None on other processes).
-  overview: Callable | None = None
-
-  def close(self, step: int, test_accuracy=None, selected: int = 0) -> None:
-    """Logs the final test accuracy of every member at `step`, if given (the
-    seed runs, each rate's mean and solved fraction: its HParams metrics,
-    and the overview of the `selected` rate), and closes the group's
-    writers (nothing to do on other processes)."""
-    if not self.writers:
-      return
-    S = self.num_seeds
-    if test_accuracy is not None:
-      acc_M = np.asarray(test_accuracy, float)
-      for r, (writer, seeds) in enumerate(zip(self.writers,
-                                              self.seed_writers)):
-        acc = acc_M[r * S:(r + 1) * S]
-        for s, w in enumerate(seeds):
-          w.add_scalar('test/accuracy', acc[s], step)
-        writer.add_scalar('test/accuracy', float(np.mean(acc)), step)
-        writer.add_scalar('test/solved_fraction',
-                          stats.solved_fraction(acc)['fraction'], step)
-      if self.overview is not None:
-        self.overview(step, acc_M[selected * S:(selected + 1) * S], selected)
-    for w in [w for seeds in self.seed_writers for w in seeds] + self.writers:
-      w.close()
-
 
 def session_name(group) -> str:
   """The group's HParams Trial ID, short enough for the table's 10em
@@ -185,28 +138,22 @@ def session_name(group) -> str:
   return re.sub(r'_L0*(\d+)$', r' L\1', group.name)
 
 
-class Sweep:
-  """The groups of one experiment, trained one after another.
+class RunLog:
+  """A run's records of training: its HParams experiment, the overview's
+  runs, curves.csv (a row per seed and chunk: the chunk's mean training
+  loss and accuracy, and the test accuracy on fresh strings at its end)
+  and the progress line over every group."""
 
-  `curves.csv` gets one row per seed and chunk: the chunk's mean training
-  loss and accuracy, and the test accuracy on fresh strings at its end.
-  """
-
-  def __init__(self, run_dir, config, groups: list, *, stop,
-               steps: int | None = None, step_work: dict | None = None,
-               final_examples: int | None = None, tags: dict | None = None):
-    """`steps`: what every group trains to (default `config.steps`);
-    `step_work`: the relative cost of one step per group name (default from
-    the registry), for the ETA; `final_examples`, `tags`: the final test's
-    strings and the experiment's own tags, for the tags' descriptions
-    (`describe`)."""
-    self.run_dir, self.config, self.stop = run_dir, config, stop
-    self.groups = list(groups)
-    self.steps = steps or config.steps
-    self.step_work = step_work or {
-        g.name: models_lib.get(g.model).step_work(g.length)
-        for g in self.groups}
-    self.progress = record.Progress(sum(self.step_work[g.name] * self.steps
+  def __init__(self, run_dir, config, groups: list, *, steps: int,
+               step_work: dict, final_examples: int | None = None,
+               tags: dict | None = None):
+    """`steps`: what the groups train to; `step_work`: the relative cost of
+    one step per group name, for the ETA; `final_examples`, `tags`: the
+    final test's strings and the experiment's own tags, for the tags'
+    descriptions (`describe`)."""
+    self.run_dir, self.config = run_dir, config
+    self.groups, self.steps, self.step_work = list(groups), steps, step_work
+    self.progress = record.Progress(sum(step_work[g.name] * steps
                                         for g in self.groups))
     self._counted = {}  # steps of each group already in the progress bar
     self.curves = record.ResultsCsv(run_dir.path / 'curves.csv',
@@ -252,8 +199,9 @@ class Sweep:
           writer.add_scalar(tag, value, L)
       writer.close()
 
-  def _count(self, group, upto: int, text: str, *,
-             done_before: bool = False) -> None:
+  def count(self, group, upto: int, text: str, *,
+            done_before: bool = False) -> None:
+    """The progress line: `group` trained up to step `upto`."""
     done = self._counted.get(group.name, 0)
     self._counted[group.name] = max(done, upto)
     self.progress.update(self.step_work[group.name] * max(upto - done, 0),
@@ -261,37 +209,23 @@ class Sweep:
 
   def skip(self, group, steps: int | None = None) -> None:
     """A finished group (or budget): counted done, not redone."""
-    self._count(group, steps or self.steps, f'{group.name} done',
-                done_before=True)
+    self.count(group, steps or self.steps, f'{group.name} done',
+               done_before=True)
 
-  def train(self, group, ensemble: train_lib.Ensemble, *,
-            steps: int | None = None,
-            on_chunk: Callable[[int, dict, object, list], None] | None = None
-            ) -> GroupRun:
-    """Resumes or starts `group`, trains it to `steps` (default
-    `config.steps`), logs each chunk. Called again with more steps, it goes
-    on from where the last call stopped (one run serves several budgets).
-
-    `on_chunk(step, metrics, writer, seed_writers)` lets the runner log
-    more per chunk (the writers are None and [] on other processes).
-    """
-    config, run = self.config, self.run_dir
-    steps = steps or self.steps
-    start_time = time.perf_counter()
-    folder = run.checkpoint_dir / group.name
-    if getattr(ensemble, 'recipe', None) is not None:  # never another's
-      rundir.claim_group(folder, ensemble.recipe, run.path,
-                         is_writer=run.is_writer)
-    checkpoints = checkpoint_lib.GroupCheckpoints(folder)
-    start, state = resume_or_init(ensemble, checkpoints)
+  def open_group(self, group, ensemble, start: int, steps: int) -> 'GroupLog':
+    """`group`, resumed at step `start` and training to `steps`: its
+    TensorBoard runs (a writer per rate, one per seed under it), with the
+    steps a killed run logged past its checkpoint hidden and its rows in
+    curves.csv dropped."""
+    run = self.run_dir
     if start and start < steps:
       self.progress.say(f'{group.name}: resuming from step {start} '
                         f'(training to step {steps})')
     if start < steps:  # the chunks a kill left past the checkpoint
       self.curves.drop(lambda r: r['group'] == group.name
                        and int(r['step']) > start)
-    S, rates = ensemble.num_seeds, ensemble.learning_rates
-    writers, seed_writers = [], []
+    rates = ensemble.learning_rates
+    log = GroupLog(self, group, ensemble.num_seeds, rates, steps)
     if run.is_writer:
       record.update_json(run.path / 'groups.json', group.name,
                          getattr(ensemble, 'recipe', None))
@@ -303,81 +237,20 @@ class Sweep:
         folder = folder / rate_label(rate) if len(rates) > 1 else folder
         writer = record.tb_writer(folder, purge_step=purge,
                                   describe=self.describe)
-        writers.append(writer)
-        seed_writers.append([record.tb_writer(
+        log.writers.append(writer)
+        log.seed_writers.append([record.tb_writer(
             folder / f'seed_{s}', purge_step=purge, describe=self.describe)
-                             for s in range(S)])
+                                 for s in range(ensemble.num_seeds)])
         if not start:
           name = session_name(group) + (f' {rate_label(rate)}'
                                         if len(rates) > 1 else '')
           record.write_hparams_session(
               writer, {**group.hparams, 'learning_rate': rate}, name)
-    self._count(group, start, group.name, done_before=True)
+    self.count(group, start, group.name, done_before=True)
+    return log
 
-    def log_chunk(step, metrics):
-      metrics = distributed.to_host(metrics)
-      loss_MxT = metrics['loss'][:S * len(rates)]
-      acc_MxT = metrics['accuracy'][:S * len(rates)]
-      num_steps = loss_MxT.shape[1]
-      test_M = (metrics['test_accuracy'][:S * len(rates)]
-                if 'test_accuracy' in metrics else None)
-      for r, writer in enumerate(writers):
-        rate = slice(r * S, (r + 1) * S)
-        loss_SxT, acc_SxT = loss_MxT[rate], acc_MxT[rate]
-        # Seed-mean curves; a diverged seed would swamp the mean.
-        finite = np.isfinite(loss_SxT).all(axis=1)
-        loss_T = loss_SxT[finite].mean(0) if finite.any() else loss_SxT.mean(0)
-        acc_T = acc_SxT.mean(0)
-        for t in range(num_steps):
-          s = step - num_steps + t + 1
-          writer.add_scalars_at({'train/loss': loss_T[t],
-                                 'train/accuracy': acc_T[t]}, s)
-          for i, w in enumerate(seed_writers[r]):
-            w.add_scalars_at({'train/loss': loss_SxT[i, t],
-                              'train/accuracy': acc_SxT[i, t]}, s)
-        # The last chunk's point is the final test (GroupRun.close).
-        if test_M is not None and step < steps:
-          test_S = test_M[rate]
-          writer.add_scalar('test/accuracy', test_S.mean(), step)
-          writer.add_scalar('test/solved_fraction',
-                            stats.solved_fraction(test_S)['fraction'], step)
-          for i, w in enumerate(seed_writers[r]):
-            w.add_scalar('test/accuracy', test_S[i], step)
-      self.curves.append([dict(
-          group=group.name, model=group.model, length=group.length,
-          seed=m % S, learning_rate=rates[m // S], step=step,
-          train_loss=loss_MxT[m].mean(), train_accuracy=acc_MxT[m].mean(),
-          test_accuracy='' if test_M is None else test_M[m])
-                          for m in range(S * len(rates))])
-      if on_chunk is not None:
-        on_chunk(step, metrics, writers, seed_writers)
-      if checkpoint_lib.fault_due(f'{group.name}@{step}'):
-        for w in writers + [w for ws in seed_writers for w in ws]:
-          w.flush()  # the events past the last checkpoint must be purged
-        checkpoint_lib.die(f'{group.name}@{step}')
-      self._count(group, step, f'{group.name} step {step}/{steps} '
-                  f'loss {np.nanmean(loss_MxT[:, -1]):.3f}')
-
-    try:
-      state = fit(
-          ensemble, state, start, steps=steps,
-          chunk_steps=config.chunk_steps, checkpoints=checkpoints,
-          checkpoint_every=config.checkpoint_every, on_chunk=log_chunk,
-          stop=self.stop, where=group.name)
-    except BaseException:
-      for w in writers + [w for ws in seed_writers for w in ws]:
-        w.close()
-      raise
-    finally:
-      checkpoints.close()
-    overview = (functools.partial(self._overview, group)
-                if writers else None)
-    return GroupRun(state, writers, seed_writers, S,
-                    time.perf_counter() - start_time, ensemble.compile_s,
-                    start, overview)
-
-  def _overview(self, group, step: int, final_S: np.ndarray,
-                selected: int = 0) -> None:
+  def overview(self, group, step: int, final_S: np.ndarray,
+               selected: int = 0) -> None:
     """The group in tb/overview/<model>: its seed-mean test accuracy and
     solved fraction at every chunk since the last budget, from curves.csv
     (so a resumed group's are whole), and the final test at `step`; where
@@ -418,71 +291,99 @@ class Sweep:
     writer.close()
 
 
-# -- the chunks of one group: resume, train, checkpoint, stop ------------------
+class GroupLog:
+  """One group's TensorBoard runs while it trains, a set per learning rate
+  of the grid (the members r * S .. r * S + S - 1): a writer for the seed
+  means and one per seed (none on other processes)."""
 
-def restore(ensemble: train_lib.Ensemble, checkpoints):
-  """(step, state) of the latest good checkpoint, placed on this run's seed
-  axis, or (0, None). A checkpoint from a run on another number of devices
-  restores too."""
-  step, state = checkpoints.restore_latest(
-      lambda step: ensemble.abstract_state(checkpoints.saved_seeds(step)))
-  if state is None:
-    return 0, None
-  # Restored leaves may land on one device: place them on the seed axis.
-  return step, ensemble.place(ensemble.repad(state))
+  def __init__(self, run_log: RunLog, group, num_seeds: int, rates,
+               steps: int):
+    self.run_log, self.group, self.num_seeds = run_log, group, num_seeds
+    self.rates, self.steps = list(rates), steps
+    self.writers, self.seed_writers = [], []
 
+  def chunk(self, step: int, metrics: dict) -> None:
+    """A chunk ending at `step`: every step's loss and accuracy, the test
+    accuracy at its end (the last chunk's point is the final test,
+    `close`) and its rows in curves.csv. `metrics`: on the host."""
+    group, S, rates = self.group, self.num_seeds, self.rates
+    loss_MxT = metrics['loss'][:S * len(rates)]
+    acc_MxT = metrics['accuracy'][:S * len(rates)]
+    num_steps = loss_MxT.shape[1]
+    test_M = (metrics['test_accuracy'][:S * len(rates)]
+              if 'test_accuracy' in metrics else None)
+    for r, writer in enumerate(self.writers):
+      rate = slice(r * S, (r + 1) * S)
+      loss_SxT, acc_SxT = loss_MxT[rate], acc_MxT[rate]
+      # Seed-mean curves; a diverged seed would swamp the mean.
+      finite = np.isfinite(loss_SxT).all(axis=1)
+      loss_T = loss_SxT[finite].mean(0) if finite.any() else loss_SxT.mean(0)
+      acc_T = acc_SxT.mean(0)
+      for t in range(num_steps):
+        s = step - num_steps + t + 1
+        writer.add_scalars_at({'train/loss': loss_T[t],
+                               'train/accuracy': acc_T[t]}, s)
+        for i, w in enumerate(self.seed_writers[r]):
+          w.add_scalars_at({'train/loss': loss_SxT[i, t],
+                            'train/accuracy': acc_SxT[i, t]}, s)
+      if test_M is not None and step < self.steps:
+        test_S = test_M[rate]
+        writer.add_scalar('test/accuracy', test_S.mean(), step)
+        writer.add_scalar('test/solved_fraction',
+                          stats.solved_fraction(test_S)['fraction'], step)
+        for i, w in enumerate(self.seed_writers[r]):
+          w.add_scalar('test/accuracy', test_S[i], step)
+    self.run_log.curves.append([dict(
+        group=group.name, model=group.model, length=group.length,
+        seed=m % S, learning_rate=rates[m // S], step=step,
+        train_loss=loss_MxT[m].mean(), train_accuracy=acc_MxT[m].mean(),
+        test_accuracy='' if test_M is None else test_M[m])
+                                for m in range(S * len(rates))])
 
-def resume_or_init(ensemble: train_lib.Ensemble, checkpoints=None):
-  """Returns (start_step, state): the latest good checkpoint, else step 0."""
-  if checkpoints is not None:
-    step, state = restore(ensemble, checkpoints)
-    if state is not None:
-      return step, state
-  return 0, ensemble.init()
+  def counted(self, step: int, metrics: dict) -> None:
+    """The progress line after the chunk ending at `step`."""
+    loss = metrics['loss'][:self.num_seeds * len(self.rates)]
+    self.run_log.count(self.group, step, f'{self.group.name} step {step}/'
+                       f'{self.steps} loss {np.nanmean(loss[:, -1]):.3f}')
 
+  def per_seed(self, r: int, values: dict | None, step: int) -> None:
+    """Each tag's per-seed values at rate `r` in the seed runs, their mean
+    in the group's."""
+    if not self.writers or not values:
+      return
+    for tag, v in values.items():
+      v = np.asarray(v, float)
+      self.writers[r].add_scalar(tag, float(v.mean()), step)
+      for s, w in enumerate(self.seed_writers[r][:len(v)]):
+        w.add_scalar(tag, float(v[s]), step)
 
-def chunks(start_step: int, steps: int, chunk_steps: int) -> list[int]:
-  """The steps of each chunk `fit` trains from `start_step` to `steps`."""
-  return [min(chunk_steps, steps - step)
-          for step in range(start_step, steps, chunk_steps)]
+  def flush(self) -> None:
+    for w in self._all():
+      w.flush()
 
+  def abort(self) -> None:
+    """Closes the writers of a group that stopped mid-training."""
+    for w in self._all():
+      w.close()
 
-def fit(ensemble: train_lib.Ensemble, state, start_step: int, *, steps: int,
-        chunk_steps: int, checkpoints=None, checkpoint_every: int = 0,
-        on_chunk: Callable[[int, dict], None] | None = None, stop=None,
-        where: str = ''):
-  """Trains from `start_step` to `steps` in chunks; returns the final state.
+  def close(self, step: int, test_accuracy, selected: int = 0) -> None:
+    """The final test accuracy of every member at `step` (the seed runs,
+    each rate's mean and solved fraction: its HParams metrics, and the
+    overview of the `selected` rate); closes the writers."""
+    if not self.writers:
+      return
+    S = self.num_seeds
+    acc_M = np.asarray(test_accuracy, float)
+    for r, (writer, seeds) in enumerate(zip(self.writers, self.seed_writers)):
+      acc = acc_M[r * S:(r + 1) * S]
+      for s, w in enumerate(seeds):
+        w.add_scalar('test/accuracy', acc[s], step)
+      writer.add_scalar('test/accuracy', float(np.mean(acc)), step)
+      writer.add_scalar('test/solved_fraction',
+                        stats.solved_fraction(acc)['fraction'], step)
+    self.run_log.overview(self.group, step,
+                          acc_M[selected * S:(selected + 1) * S], selected)
+    self.abort()
 
-  `on_chunk(step, metrics_SxT)` sees each chunk's per-step metrics after the
-  next chunk is already dispatched, so the device never waits on the host.
-  Checkpoints are saved every `checkpoint_every` steps (at chunk boundaries)
-  and at the end; on a stop request the state is saved and `Preempted` raised.
-  """
-  step, last_saved, pending = start_step, start_step, None
-
-  def log_pending():
-    nonlocal pending
-    if pending is not None and on_chunk is not None:
-      on_chunk(*pending)
-    pending = None
-
-  for num_steps in chunks(start_step, steps, chunk_steps):
-    state, metrics = ensemble.train_chunk(state, step, num_steps)
-    step += num_steps
-    log_pending()
-    pending = (step, metrics)
-    # Every process stops at the same boundary, whichever got the signal.
-    stopping = stop is not None and distributed.any_process(stop.requested)
-    due = checkpoint_every and step - last_saved >= checkpoint_every
-    if checkpoints is not None and (due or stopping or step == steps):
-      # Log up to the step saved first: a resume starts after it, and must
-      # find everything before it already written.
-      log_pending()
-      checkpoints.save(step, state)
-      last_saved = step
-    if stopping:
-      log_pending()
-      raise checkpoint_lib.Preempted(stop.signum or signal.SIGTERM,
-                                     f'{where} step {step}')
-  log_pending()
-  return state
+  def _all(self):
+    return [w for ws in self.seed_writers for w in ws] + self.writers
