@@ -29,7 +29,7 @@ from src import models as models_lib
 from src import record
 from src import config as config_lib
 from src import experiment
-from src import train as train_lib
+from src import members as members_lib
 from src.config import Config
 
 @dataclasses.dataclass(frozen=True)
@@ -173,7 +173,7 @@ class Throughput(experiment.Cells):
                           batch_size=config.batch_size,
                           d_model=config.d_model, num_filler=config.num_filler,
                           per_position=False)['flops']
-    seeds = ens.padded  # the work the machine does, padding included
+    seeds = ens.members.padded  # the work the machine does, padding included
     return [dict(
         model=model, length=length, seeds=seeds,
         batch_size=config.batch_size, steps_per_s=1 / per_step,
@@ -211,7 +211,8 @@ class Throughput(experiment.Cells):
       # (no padding seeds), with the whole machine's intra-op threads.
       alone = time_training(
           ensemble(model, config, ENSEMBLE_LENGTH, 1, min_local_seeds=1,
-                   mesh=train_lib.seed_mesh(jax.local_devices()[:1])), config)
+                   mesh=members_lib.seed_mesh(jax.local_devices()[:1])),
+          config)
       speedups[model] = ENSEMBLE_SEEDS * alone / together
       progress.say(f'{model}: {ENSEMBLE_SEEDS} seeds on the vmap axis '
                    f'{speedups[model]:.1f}x faster than one after another')

@@ -218,7 +218,7 @@ def restore(ensemble, checkpoints):
   if state is None:
     return 0, None
   # Restored leaves may land on one device: place them on the seed axis.
-  return step, ensemble.place(ensemble.repad(state))
+  return step, ensemble.members.place(ensemble.repad(state))
 
 
 def resume_or_init(ensemble, checkpoints=None):

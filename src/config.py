@@ -422,5 +422,5 @@ def memory_plan(config: Config, estimate=estimate_bytes,
 
 
 # The fewest members of a slice on each device: a program runs at least two
-# (train.MIN_LOCAL_SEEDS: XLA compiles a seed axis of one differently).
+# (members.MIN_LOCAL_SEEDS: XLA compiles a seed axis of one differently).
 MIN_SLICE = 2

@@ -152,7 +152,7 @@ def train_and_evaluate(module, config, run_dir, *, stop=None,
         # redone), then the measurements, the rows, the progress line.
         for r in range(len(rates)):
           for tag, values in module.final_scalars(
-              g, config, ensemble.at_rate(final, r)).items():
+              g, config, ensemble.members.at_rate(final, r)).items():
             at, values = values if isinstance(values, tuple) else (budget,
                                                                   values)
             glog.per_seed(r, {tag: values}, at)
@@ -166,9 +166,9 @@ def train_and_evaluate(module, config, run_dir, *, stop=None,
         glog.close(budget, accuracy.reshape(len(accuracy), -1).mean(axis=1),
                    selected)
         _write_rows(module, config, g, ensemble, final, validation, selected,
-                    ensemble.unpad(state['diverged']), wall_s, budget,
+                    ensemble.members.unpad(state['diverged']), wall_s, budget,
                     results, tables, log.progress)
-        params = ensemble.rate_first(params, selected)
+        params = ensemble.members.rate_first(params, selected)
       if module.keeps:  # what the experiment keeps of the trained group
         ensemble = ensemble or experiment.build(
             g, config, slice_members=slice_members)
@@ -177,7 +177,7 @@ def train_and_evaluate(module, config, run_dir, *, stop=None,
                                    run_dir.path)
           rate = selected_rate(g, results.rows)
           if params is not None and rate is not None:
-            params = ensemble.rate_first(params,
+            params = ensemble.members.rate_first(params,
                                          config.rates.index(float(rate)))
         if params is not None:
           kept[g.name] = module.keep(g, ensemble, params, config)
@@ -223,7 +223,7 @@ def _log_chunk(module, config, g, ensemble, glog, measurements, step,
   glog.chunk(step, metrics)
   probe = None
   if 'probe' in metrics:
-    probe = ensemble.unpad(metrics['probe'])
+    probe = ensemble.members.unpad(metrics['probe'])
     # Rows a killed run wrote past its last checkpoint: not twice.
     measurements.drop(lambda r: r['group'] == g.name
                       and int(r['step']) >= step)
@@ -232,7 +232,7 @@ def _log_chunk(module, config, g, ensemble, glog, measurements, step,
   for r in range(len(ensemble.learning_rates)):
     writer = glog.writers[r] if glog.writers else None
     glog.per_seed(r, module.on_chunk(
-        g, config, step, None if probe is None else ensemble.at_rate(
+        g, config, step, None if probe is None else ensemble.members.at_rate(
             probe, r), writer), step)
   if checkpoint_lib.fault_due(f'{g.name}@{step}'):
     glog.flush()  # the events past the last checkpoint must be purged
@@ -248,12 +248,12 @@ def _write_rows(module, config, g, ensemble, final, validation, selected,
   rates = ensemble.learning_rates
   timing = lambda r: experiment.Timing(
       budget, wall_s, ensemble.compile_s, ensemble.num_params,
-      ensemble.at_rate(diverged, r), ensemble.compiled_s)
+      ensemble.members.at_rate(diverged, r), ensemble.compiled_s)
   out = {}
   for r, rate in enumerate(rates):
-    rows = module.rows(g, ensemble.at_rate(final, r), config, timing(r))
+    rows = module.rows(g, ensemble.members.at_rate(final, r), config, timing(r))
     valid = (None if validation is None
-             else ensemble.at_rate(validation, r))
+             else ensemble.members.at_rate(validation, r))
     tag = lambda row: {**row, 'learning_rate': rate,
                        'selected': r == selected,
                        'validation_accuracy': (
@@ -268,7 +268,7 @@ def _write_rows(module, config, g, ensemble, final, validation, selected,
     table.drop(lambda r: all(r[k] == str(v) for k, v in g.key.items()))
     table.append(out.get(name, []))
   results.append(out['results.csv'])
-  progress.say(module.line(g, ensemble.at_rate(final, selected), config,
+  progress.say(module.line(g, ensemble.members.at_rate(final, selected), config,
                            timing(selected))
                + (f' (lr {rates[selected]:g} of {len(rates)})'
                   if len(rates) > 1 else ''))

@@ -1,12 +1,12 @@
 """The ensemble trainer: all seeds of one (model, task) group in one program.
 
 Seeds and learning rates ride one `vmap` axis (the members: every (rate,
-seed) pair, rate-major) sharded over the devices, steps run in `lax.scan`
-chunks, training strings are drawn on the device from `fold_in(key, step)`,
-and the train state is donated. Member (r, s) starts from seed s's
-initialisation and draws seed s's strings, so the rates of a seed are paired.
-The training loop (`runner.train_and_evaluate`) runs the chunks
-(`chunks`).
+seed) pair, rate-major; its layout is `src/members.py`) sharded over the
+devices, steps run in `lax.scan` chunks, training strings are drawn on the
+device from `fold_in(key, step)`, and the train state is donated. Member
+(r, s) starts from seed s's initialisation and draws seed s's strings, so
+the rates of a seed are paired. The training loop
+(`runner.train_and_evaluate`) runs the chunks (`chunks`).
 
 Shape legend: S members (seeds, or (rate, seed) pairs: the ensemble axis), B
 batch, L length, T steps in a chunk.
@@ -16,7 +16,7 @@ import concurrent.futures
 import functools
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -25,37 +25,16 @@ import optax
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from src import distributed
+from src import members as members_lib
 from src import models as models_lib
 from src import optimizers
 from src import streams
 from src import tasks as tasks_lib
 
-SEED_AXIS = 'seeds'
 
-
-def seed_mesh(devices=None) -> jax.sharding.Mesh:
-  """A 1-D mesh, the seed axis: over every device of every process, or over
-  `devices`."""
-  if devices is not None:
-    return jax.sharding.Mesh(np.array(devices), (SEED_AXIS,),
-                             axis_types=(jax.sharding.AxisType.Auto,))
-  return jax.make_mesh((jax.device_count(),), (SEED_AXIS,),
-                       axis_types=(jax.sharding.AxisType.Auto,))
-
-
-MIN_LOCAL_SEEDS = 2  # XLA compiles a seed axis of 1 differently: avoid it
 # Fresh test strings at the end of every chunk: the test curve, drawn and
 # tested on the device (`Ensemble._test_program`).
 CURVE_EXAMPLES = 256
-
-
-def padded_seeds(num_seeds: int, num_devices: int,
-                 min_local: int = MIN_LOCAL_SEEDS) -> int:
-  """Seeds per device times devices: every device holds the same number, at
-  least two, so every seed's arithmetic is the same whatever the ensemble
-  size (the padding seeds are dropped from the results)."""
-  return max(min_local, -(-num_seeds // num_devices)) * num_devices
 
 
 def seed_keys(seed: int, num_seeds: int,
@@ -68,15 +47,6 @@ def seed_keys(seed: int, num_seeds: int,
   keys = jax.vmap(lambda i: jax.random.split(jax.random.fold_in(base, i)))(
       index)
   return keys[:, 0], keys[:, 1]
-
-
-def member_seeds(num_seeds: int, num_rates: int, padded: int) -> np.ndarray:
-  """The seed index of each member: member r * num_seeds + s is seed s at
-  rate r; a padding member past them gets an index of its own (its results
-  are dropped)."""
-  real = num_seeds * num_rates
-  return np.concatenate([np.tile(np.arange(num_seeds), num_rates),
-                         np.arange(real, padded)]).astype(np.int32)
 
 
 # Multipliers of the per-epoch shuffle of a fixed training set (primes below
@@ -184,7 +154,7 @@ class Ensemble:
                probe: Callable | None = None, probe_examples: int = 512,
                curve_examples: int | None = None,
                eval_examples: int | None = None,
-               min_local_seeds: int = MIN_LOCAL_SEEDS,
+               min_local_seeds: int = members_lib.MIN_LOCAL_SEEDS,
                optimizer: dict | None = None, train_strings: int = 0,
                early_stop: float = 0.0, slice_members: int | None = None):
     self.task = task
@@ -209,41 +179,25 @@ class Ensemble:
     # probe(model, tokens, labels) -> pytree, measured on a fixed batch at the
     # end of every chunk, inside the compiled program.
     self.probe, self.probe_examples = probe, probe_examples
-    # The rates of the grid; member r * num_seeds + s is seed s at rate r.
-    self.learning_rates = tuple(
-        float(r) for r in np.atleast_1d(np.asarray(learning_rates, float)))
+    # The member axis: seed s at rate r is member r * num_seeds + s.
+    self.members = members_lib.Members(
+        num_seeds, learning_rates, mesh, min_local_seeds=min_local_seeds,
+        slice_members=slice_members)
     self.num_seeds = num_seeds
-    self.num_members = num_seeds * len(self.learning_rates)
+    self.learning_rates = self.members.learning_rates
     self.batch_size = batch_size
-    self.mesh = mesh or seed_mesh()
-    self.padded = padded_seeds(self.num_members, self.mesh.size,
-                               min_local_seeds)
-    # Members per slice (`slice_members`: at most so many): a group whose
-    # members do not fit a device at once runs its programs on one slice
-    # of the member axis after another, each member's arithmetic as in one
-    # program (each device holds as many members of a slice, at least
-    # min_local_seeds); the state stays whole.
-    self.slice_size = self.padded
-    if slice_members and slice_members < self.padded:
-      self.slice_size = max(min_local_seeds,
-                            slice_members // self.mesh.size) * self.mesh.size
-      self.padded = -(-self.padded // self.slice_size) * self.slice_size
-    self.slices = self.padded // self.slice_size
     self.graphdef, abstract_params = nnx.split(
         nnx.eval_shape(lambda: model_fn(rngs=nnx.Rngs(0))))
     self.num_params = sum(x.size for x in jax.tree.leaves(abstract_params))
     # Its state: the same at any rate.
     self.tx = optimizers.make(optimizer, self.learning_rates[0])
     self.model_fn = model_fn
-    index = member_seeds(num_seeds, len(self.learning_rates), self.padded)
-    init_keys, data_keys = seed_keys(seed, self.padded, index)
+    init_keys, data_keys = seed_keys(seed, self.members.padded,
+                                     self.members.seed_index)
     self._init_keys = init_keys
-    self.seed_sharding = NamedSharding(self.mesh, P(SEED_AXIS))
     # Raw key data on the seed axis; programs wrap it back into typed keys.
-    self._data_keys = self.place(jax.random.key_data(data_keys))
-    rates = np.full(self.padded, self.learning_rates[0], np.float32)
-    rates[:self.num_members] = np.repeat(self.learning_rates, num_seeds)
-    self._rates = self.place(rates)
+    self._data_keys = self.members.place(jax.random.key_data(data_keys))
+    self._rates = self.members.place(self.members.rates())
     self.compile_s = 0.0  # what the caller waited for programs
     self.compiled_s = 0.0  # compiling them, in whichever thread
     self._compiled = {}  # name -> Future of the compiled program
@@ -304,10 +258,10 @@ class Ensemble:
     program a device runs is the single-device program, not a partitioned
     one, so results do not depend on how many devices share the seeds."""
     def wrapped(*args):
-      in_specs = tuple(P(SEED_AXIS) if i < num_seed_args else P()
+      in_specs = tuple(P(members_lib.SEED_AXIS) if i < num_seed_args else P()
                        for i in range(len(args)))
-      return jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs,
-                           out_specs=P(SEED_AXIS), check_vma=False)(*args)
+      return jax.shard_map(fn, mesh=self.members.mesh, in_specs=in_specs,
+                           out_specs=P(members_lib.SEED_AXIS), check_vma=False)(*args)
     return wrapped
 
   def _compile(self, name, fn, *args, donate=(), ahead: bool = False):
@@ -381,9 +335,9 @@ class Ensemble:
                np.bool_(curve_step is not None),
                np.int32(chunks or num_examples // eval_chunk(num_examples)))
     compiled = self._compile(*self._test_program(num_examples, task),
-                             *self.per_slice(params, self._data_keys),
+                             *self.members.per_slice(params, self._data_keys),
                              *scalars, ahead=ahead)
-    return None if ahead else self.by_slice(
+    return None if ahead else self.members.by_slice(
         lambda p, k: compiled(p, k, *scalars), params, self._data_keys)
 
   def compile_ahead(self, chunk_sizes=(), eval_examples=None) -> None:
@@ -396,7 +350,7 @@ class Ensemble:
     state = self.abstract_state()
     for n in chunk_sizes:
       self._compile(('train', n), self._train_program(n),
-                    *self.per_slice(state, self._data_keys, self._rates),
+                    *self.members.per_slice(state, self._data_keys, self._rates),
                     np.int32(0), donate=(0,), ahead=True)
     for n in {self.test_examples if self.curve_examples else None,
               eval_examples} - {None, 0}:
@@ -409,18 +363,18 @@ class Ensemble:
     once per shape and is reused by every later group, where compiling the
     whole vmapped init would cost seconds per group."""
     seeds = [self._init_one(key) for key in self._init_keys]
-    return self.place(jax.tree.map(lambda *x: jnp.stack(x), *seeds))
+    return self.members.place(jax.tree.map(lambda *x: jnp.stack(x), *seeds))
 
   def abstract_state(self, num_seeds: int | None = None):
     """Shapes and shardings of the state, for restoring checkpoints. A
     checkpoint saved with another seed-axis size (by a run on another
     number of devices: the padding differs) is restored whole on every
     device, for `repad`."""
-    num_seeds = num_seeds or self.padded
+    num_seeds = num_seeds or self.members.padded
     shapes = jax.eval_shape(jax.vmap(self._init_one),
                             jnp.stack([self._init_keys[0]] * num_seeds))
-    sharding = (self.seed_sharding if num_seeds == self.padded
-                else NamedSharding(self.mesh, P()))
+    sharding = (self.members.sharding if num_seeds == self.members.padded
+                else NamedSharding(self.members.mesh, P()))
     return jax.tree.map(
         lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding),
         shapes)
@@ -430,49 +384,16 @@ class Ensemble:
     and are kept; padding seeds are cut, or drawn afresh (their results are
     dropped anyway: seed i's run depends only on (seed, i))."""
     n = jax.tree.leaves(state)[0].shape[0]
-    if n == self.padded:
+    if n == self.members.padded:
       return state
     host = jax.tree.map(
         lambda x: np.asarray(x if x.is_fully_addressable
                              else x.addressable_data(0)), state)
-    if n > self.padded:
-      return jax.tree.map(lambda x: x[:self.padded], host)
+    if n > self.members.padded:
+      return jax.tree.map(lambda x: x[:self.members.padded], host)
     fresh = [self._init_one(key) for key in self._init_keys[n:]]
     return jax.tree.map(lambda x, *f: np.concatenate([x, np.stack(f)]),
                         host, *fresh)
-
-  def per_slice(self, *trees):
-    """The shapes (and shardings) of `trees`' first slice of members: what
-    a program runs on (`by_slice`)."""
-    n = self.slice_size
-    return tuple(jax.tree.map(lambda x: jax.ShapeDtypeStruct(
-        (n,) + tuple(x.shape[1:]), x.dtype, sharding=self.seed_sharding), t)
-                 for t in trees)
-
-  def by_slice(self, run: Callable, *trees):
-    """run(*trees) on one slice of the member axis after another, the
-    outputs joined back on that axis (at once where one slice holds every
-    member)."""
-    if self.slices == 1:
-      return run(*trees)
-    n = self.slice_size
-    part = lambda x, k: jax.device_put(x[k * n:(k + 1) * n],
-                                       self.seed_sharding)
-    outs = [run(*(jax.tree.map(lambda x: part(x, k), t) for t in trees))
-            for k in range(self.slices)]
-    return jax.tree.map(lambda *xs: jax.device_put(
-        jnp.concatenate(xs), self.seed_sharding), *outs)
-
-  def place(self, tree):
-    """Puts seed-stacked leaves on the seed axis of every device of every
-    process; leaves already spread over processes stay where they are."""
-    def put(x):
-      if isinstance(x, jax.Array) and not x.is_fully_addressable:
-        return x
-      host = np.asarray(x)
-      return jax.make_array_from_callback(host.shape, self.seed_sharding,
-                                          lambda index: host[index])
-    return jax.tree.map(put, tree)
 
   def train_chunk(self, state, start_step: int, num_steps: int):
     """Trains every member for `num_steps` steps; returns (state,
@@ -481,9 +402,9 @@ class Ensemble:
     keys, rates = self._data_keys, self._rates
     start = np.int32(start_step)
     fn = self._compile(('train', num_steps), self._train_program(num_steps),
-                       *self.per_slice(state, keys, rates), start,
+                       *self.members.per_slice(state, keys, rates), start,
                        donate=(0,))
-    state, metrics = self.by_slice(lambda *a: fn(*a, start), state, keys,
+    state, metrics = self.members.by_slice(lambda *a: fn(*a, start), state, keys,
                                    rates)
     if self.curve_examples:
       chunks = self.curve_examples // eval_chunk(self.test_examples)
@@ -505,41 +426,16 @@ class Ensemble:
     keys = self._data_keys
     compiled = self._compile(
         *self._measure_program(fn, stream, num_examples, task),
-        *self.per_slice(params, keys))
-    return self.unpad(self.by_slice(compiled, params, keys))
+        *self.members.per_slice(params, keys))
+    return self.members.unpad(self.members.by_slice(compiled, params, keys))
 
   def evaluate(self, params, *, stream=streams.EVAL_STREAM,
                num_examples: int = 2048, task=None) -> dict[str, np.ndarray]:
     """Per-seed loss and accuracy on fresh strings training never sees,
     EVAL_CHUNK strings at a time (a model's forward pass over all of them
     at once can need gigabytes: Mamba's scan states)."""
-    return self.unpad(self._test(params, num_examples, task=task,
+    return self.members.unpad(self._test(params, num_examples, task=task,
                                  stream=stream))
-
-  def unpad(self, tree: Any) -> Any:
-    """Drops the padding members from a member-stacked pytree (on the
-    host)."""
-    return jax.tree.map(lambda x: x[:self.num_members],
-                        distributed.to_host(tree))
-
-  def at_rate(self, tree: Any, rate_index: int) -> Any:
-    """The members of rate `rate_index`, one per seed, from an unpadded
-    member-stacked pytree (on the host)."""
-    S = self.num_seeds
-    return jax.tree.map(lambda x: np.asarray(x)[rate_index * S:
-                                                (rate_index + 1) * S], tree)
-
-  def rate_first(self, params, rate_index: int):
-    """`params` with rate `rate_index`'s members moved to the front (members
-    0..S-1 are then its seeds); the shape, and so every compiled program,
-    stays the same."""
-    if not rate_index:
-      return params
-    shift = rate_index * self.num_seeds
-    roll = jax.jit(lambda t: jax.tree.map(
-        lambda x: jnp.roll(x, -shift, axis=0), t),
-                   out_shardings=self.seed_sharding)
-    return roll(params)
 
 
 def build(recipe: dict, **kwargs) -> Ensemble:

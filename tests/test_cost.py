@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from experiments import cost
-from src import costs, stats, train
+from src import costs, members, stats
 from tests.helpers import assert_figure, run_ok, run_py
 
 CONFIG = dataclasses.replace(cost.DEFAULTS, batch_size=1)
@@ -147,7 +147,7 @@ def test_throughput_end_to_end(tmp_path):
     # The work the machine does: 2 seeds padded to at least 2 per device.
     devices = len(json.loads((run / 'config.json').read_text())[
         'provenance']['devices'])
-    assert seeds == train.padded_seeds(2, devices)
+    assert seeds == members.padded_seeds(2, devices)
     assert float(r['flops_per_step']) == pytest.approx(step * seeds)
     assert float(r['seqs_per_s']) == pytest.approx(seeds * 8 * per_s)
     assert float(r['flops_per_s']) == pytest.approx(step * seeds * per_s)

@@ -191,7 +191,7 @@ def test_checksum_is_the_same_on_the_host_and_on_the_devices():
   import jax
   import jax.numpy as jnp
   from src import checkpoint
-  from src import train
+  from src import members
   rng = np.random.default_rng(0)
   tree = {'w': jnp.asarray(rng.normal(size=(4, 7, 3)), jnp.float32),
           'count': jnp.arange(5, dtype=jnp.int32) * 977,
@@ -200,7 +200,7 @@ def test_checksum_is_the_same_on_the_host_and_on_the_devices():
   host = checkpoint.checksum(tree)
   assert host == int(checkpoint._device_checksum(tree))
   spread = jax.device_put(tree['w'], jax.sharding.NamedSharding(
-      train.seed_mesh(), jax.sharding.PartitionSpec(train.SEED_AXIS)))
+      members.seed_mesh(), jax.sharding.PartitionSpec(members.SEED_AXIS)))
   assert checkpoint.checksum({'w': spread}) == int(
       checkpoint._device_checksum({'w': tree['w']}))
   flipped = np.asarray(tree['w']).copy()

@@ -38,7 +38,7 @@ def test_seed_runs_do_not_depend_on_ensemble_size():
   for n in (2, 3):
     ens = ensemble(model='rnn', length=6, num_seeds=n)
     state = fit(ens, ens.init(), 0, steps=20, chunk_steps=10)
-    finals.append(ens.unpad(state['params']))
+    finals.append(ens.members.unpad(state['params']))
   for a, b in zip(jax.tree.leaves(finals[0]), jax.tree.leaves(finals[1])):
     np.testing.assert_array_equal(a, b[:2])
 
@@ -57,7 +57,7 @@ def test_programs_compiled_ahead_are_the_ones_training_runs():
       assert {name[:2] for name in programs} == {
           ('train', 10), ('train', 5), ('test', 256), ('test', 64)}
     state = fit(ens, ens.init(), 0, steps=25, chunk_steps=10)
-    runs.append((ens.unpad(state), ens.evaluate(state['params'],
+    runs.append((ens.members.unpad(state), ens.evaluate(state['params'],
                                                 num_examples=64)))
     if ahead:
       assert {name: f.result() for name, f in ens._compiled.items()} == (
@@ -80,7 +80,7 @@ def test_the_curve_is_the_same_from_the_final_tests_program():
     curve = []
     fit(ens, ens.init(), 0, steps=20, chunk_steps=10,
               on_chunk=lambda step, m: curve.append(
-                  ens.unpad(m['test_accuracy'])))
+                  ens.members.unpad(m['test_accuracy'])))
     runs.append(curve)
     assert {name[0] for name in ens._compiled} == {'train', 'test'}
     assert len([n for n in ens._compiled if n[0] == 'test']) == 1
@@ -102,7 +102,7 @@ def test_a_program_that_fails_ahead_fails_again_where_it_is_used():
 
 def test_seeds_differ():
   ens = ensemble(model='gru', length=6)
-  params = ens.unpad(ens.init()['params'])
+  params = ens.members.unpad(ens.init()['params'])
   kernel = jax.tree.leaves(params)[0]
   assert not np.allclose(kernel[0], kernel[1])
 
@@ -113,7 +113,7 @@ def test_chunked_equals_unchunked():
   for chunk in (5, 20):
     ens = ensemble(model='lstm', length=5)
     state = fit(ens, ens.init(), 0, steps=20, chunk_steps=chunk)
-    outs.append(ens.unpad(state))
+    outs.append(ens.members.unpad(state))
   for a, b in zip(jax.tree.leaves(outs[0]), jax.tree.leaves(outs[1])):
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
@@ -121,7 +121,7 @@ def test_chunked_equals_unchunked():
 def test_divergence_is_flagged_not_fatal():
   ens = ensemble(model='rnn', length=6, learning_rate=1e38)
   state = fit(ens, ens.init(), 0, steps=30, chunk_steps=10)
-  assert ens.unpad(state['diverged']).all()
+  assert ens.members.unpad(state['diverged']).all()
   test = ens.evaluate(state['params'], num_examples=64)
   assert test['accuracy'].shape == (2,)  # measured, whatever it is
 
@@ -160,7 +160,7 @@ def test_train_step_is_a_plain_function_the_ensemble_scans():
   assert not diverged and loss_T[-1] < loss_T[0]
   trained = fit(ens, state, 0, steps=30, chunk_steps=30)
   np.testing.assert_allclose(
-      jax.tree.leaves(ens.unpad(trained['params']))[0][0],
+      jax.tree.leaves(ens.members.unpad(trained['params']))[0][0],
       jax.tree.leaves(params)[0], rtol=1e-5, atol=1e-6)
 
 
@@ -184,8 +184,8 @@ def test_a_group_trained_in_slices_of_members_is_the_same():
       logged = []
       state = fit(ens, ens.init(), 0, steps=20, chunk_steps=10,
                         on_chunk=lambda step, m: logged.append(
-                            ens.unpad(m)))
-      runs.append((ens.slices, ens.unpad(state['params']), logged,
+                            ens.members.unpad(m)))
+      runs.append((ens.members.slices, ens.members.unpad(state['params']), logged,
                    ens.evaluate(state['params'], num_examples=64)))
     (one, *whole), (several, *sliced) = runs
     assert one == 1 and several == 3

@@ -27,11 +27,11 @@ def test_a_rate_of_the_grid_trains_as_that_rate_alone():
   from src import train
   grid = ensemble(model='rnn', length=5, learning_rate=(1e-3, 1e-2))
   alone = ensemble(model='rnn', length=5, learning_rate=1e-2)
-  assert (grid.num_seeds, grid.num_members) == (2, 4)
+  assert (grid.num_seeds, grid.members.num_members) == (2, 4)
   out = {}
   for name, ens in (('grid', grid), ('alone', alone)):
     state = fit(ens, ens.init(), 0, steps=10, chunk_steps=10)
-    out[name] = ens.unpad(state['params'])
+    out[name] = ens.members.unpad(state['params'])
   for g, a in zip(jax_leaves(out['grid']), jax_leaves(out['alone'])):
     np.testing.assert_allclose(g[2:4], a[:2], rtol=1e-6, atol=1e-7)
     assert not np.allclose(g[0:2], a[:2])  # the other rate learned otherwise
