@@ -19,9 +19,9 @@ import io
 
 import numpy as np
 
+from experiments import memory_task as memory
 from src import claims as claims_lib
 from src import experiment
-from src import memory
 from src import probes
 from src import record
 from src import stats

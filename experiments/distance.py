@@ -21,9 +21,9 @@ import dataclasses
 
 import numpy as np
 
+from experiments import memory_task as memory
 from src import experiment
 from src import gates as gates_lib
-from src import memory
 from src import models as models_lib
 from src import record
 from src import stats

@@ -29,8 +29,8 @@ import dataclasses
 
 import numpy as np
 
+from experiments import memory_task as memory
 from src import claims as claims_lib
-from src import memory
 from src import models as models_lib
 from src import record
 from src import stats

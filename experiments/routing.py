@@ -43,11 +43,11 @@ import numpy as np
 from flax import nnx
 
 from experiments import routing_figure
+from experiments import memory_task as memory
 from src import claims as claims_lib
 from src import config as config_lib
 from src import experiment
 from src import gates as gates_lib
-from src import memory
 from src import models as models_lib
 from src import record
 from src import stats

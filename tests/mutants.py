@@ -123,17 +123,17 @@ MUTANTS = {
         'src/stats.py', 'sps().beta.ppf(confidence, k + 1, n - k)',
         'sps().beta.ppf((1 + confidence) / 2, k + 1, n - k)'),
     'wall: L* taken at the first budget, stable or not': (
-        'src/memory.py', '    if here is not None and here == after:',
+        'experiments/memory_task.py', '    if here is not None and here == after:',
         '    if here is not None:'),
     'wall: the seeds still stuck not trained out': (
-        'src/memory.py', 'curves, still, last, model=model, length=L)), '
+        'experiments/memory_task.py', 'curves, still, last, model=model, length=L)), '
         '**gates}', 'curves, [], last, model=model, length=L)), **gates}'),
     'wall: escapes counted over every seed, not the stuck ones': (
-        'src/memory.py',
+        'experiments/memory_task.py',
         'stuck = [s for s in seeds if not stats.solved(small[model, L][s])]',
         'stuck = list(seeds)'),
     'wall: seeds needed as if every seed were stuck': (
-        'src/memory.py', 'if n - stats.most_below_half(n) >= need)',
+        'experiments/memory_task.py', 'if n - stats.most_below_half(n) >= need)',
         'if n >= need)'),
     'trained out: the failing seeds\' median, not every one': (
         'src/gates.py', 'fall = float(np.max(falls)) if falls',

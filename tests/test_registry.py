@@ -89,7 +89,8 @@ def test_only_chrono_models_take_a_horizon():
 
 def test_a_sweep_gives_chrono_its_longest_length_and_records_it():
   import experiments
-  from src import experiment, memory, train
+  from experiments import memory_task as memory
+  from src import experiment, train
   config = dataclasses.replace(
       experiments.load('distance').defaults, models=('lstm_chrono', 'rnn'),
       lengths=(10, 50), seeds=2)

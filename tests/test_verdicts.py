@@ -8,7 +8,8 @@ import pytest
 
 from experiments import (attention, budget, cost, distance, gating, gradient,
                          heads, induction)
-from src import claims, experiment, memory, runner, stats
+from experiments import memory_task as memory
+from src import claims, experiment, runner, stats
 
 SEEDS = 8
 

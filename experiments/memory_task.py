@@ -1,6 +1,8 @@
-"""The memory task as distance, gating and budget measure it: its groups,
-rows and progress line, and the lesson's claims about distance as verdict
-rules on per-seed results (`src/claims.py` types and judges them).
+"""The memory task as distance, gating and budget measure it (attention and
+routing use its rows too): its groups, rows and progress line, and the
+lesson's claims about distance as verdict rules on per-seed results
+(`src/claims.py` types and judges them). Not an experiment itself: the
+experiments of the memory task share it.
 
 Every (model, length) group is tested on fresh strings, after one budget
 (distance) or after each of several (gating, budget). There is no
