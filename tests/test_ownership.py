@@ -75,11 +75,11 @@ def test_the_newcomers_sequence_keeps_every_run_its_own(tmp_path):
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert trained_groups(runs / 'd2') == groups
   assert tree(ckpt / 'distance') == before
+  expected = analysis.load_run(runs / 'distance').results
   for group in ('attention_L010', 'lstm_chrono_L010', 'lstm_chrono_L005'):
     seed = analysis.load_seed(runs / 'distance', group, 1,
                               checkpoint_dir=ckpt / 'distance')
     assert seed.step == 40
-    expected = analysis.load_run(runs / 'distance').results
     assert seed.evaluate()['accuracy'] == expected[
         (expected.model == group.split('_L')[0])
         & (expected.length == int(group[-3:])) & (expected.seed == 1)
