@@ -14,7 +14,7 @@ redone). --print_config shows every field and where it came from;
 # Kept short on purpose: the flags (the config fields of src/config.py's
 # Config and of each experiment's own config class), a bad one refused in
 # one line, then the run started (src/launch.py) and its training loop
-# (src/runner.py's `run`).
+# (src/runner.py's `train_and_evaluate`).
 
 import dataclasses
 import re

@@ -177,8 +177,8 @@ def train_and_evaluate(module, config, run_dir, *, stop=None,
                                    run_dir.path)
           rate = selected_rate(g, results.rows)
           if params is not None and rate is not None:
-            params = ensemble.members.rate_first(params,
-                                         config.rates.index(float(rate)))
+            params = ensemble.members.rate_first(
+                params, config.rates.index(float(rate)))
         if params is not None:
           kept[g.name] = module.keep(g, ensemble, params, config)
   finally:

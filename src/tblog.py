@@ -31,7 +31,6 @@ import re
 
 import numpy as np
 
-from src import models as models_lib
 from src import record
 from src import stats
 from src import train as train_lib

@@ -261,7 +261,8 @@ class Ensemble:
       in_specs = tuple(P(members_lib.SEED_AXIS) if i < num_seed_args else P()
                        for i in range(len(args)))
       return jax.shard_map(fn, mesh=self.members.mesh, in_specs=in_specs,
-                           out_specs=P(members_lib.SEED_AXIS), check_vma=False)(*args)
+                           out_specs=P(members_lib.SEED_AXIS),
+                           check_vma=False)(*args)
     return wrapped
 
   def _compile(self, name, fn, *args, donate=(), ahead: bool = False):
@@ -350,7 +351,8 @@ class Ensemble:
     state = self.abstract_state()
     for n in chunk_sizes:
       self._compile(('train', n), self._train_program(n),
-                    *self.members.per_slice(state, self._data_keys, self._rates),
+                    *self.members.per_slice(state, self._data_keys,
+                                            self._rates),
                     np.int32(0), donate=(0,), ahead=True)
     for n in {self.test_examples if self.curve_examples else None,
               eval_examples} - {None, 0}:
@@ -404,8 +406,8 @@ class Ensemble:
     fn = self._compile(('train', num_steps), self._train_program(num_steps),
                        *self.members.per_slice(state, keys, rates), start,
                        donate=(0,))
-    state, metrics = self.members.by_slice(lambda *a: fn(*a, start), state, keys,
-                                   rates)
+    state, metrics = self.members.by_slice(lambda *a: fn(*a, start), state,
+                                           keys, rates)
     if self.curve_examples:
       chunks = self.curve_examples // eval_chunk(self.test_examples)
       metrics['test_accuracy'] = self._test(

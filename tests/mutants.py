@@ -123,10 +123,12 @@ MUTANTS = {
         'src/stats.py', 'sps().beta.ppf(confidence, k + 1, n - k)',
         'sps().beta.ppf((1 + confidence) / 2, k + 1, n - k)'),
     'wall: L* taken at the first budget, stable or not': (
-        'experiments/memory_task.py', '    if here is not None and here == after:',
+        'experiments/memory_task.py',
+        '    if here is not None and here == after:',
         '    if here is not None:'),
     'wall: the seeds still stuck not trained out': (
-        'experiments/memory_task.py', 'curves, still, last, model=model, length=L)), '
+        'experiments/memory_task.py',
+        'curves, still, last, model=model, length=L)), '
         '**gates}', 'curves, [], last, model=model, length=L)), **gates}'),
     'wall: escapes counted over every seed, not the stuck ones': (
         'experiments/memory_task.py',
