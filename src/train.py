@@ -361,13 +361,11 @@ class Ensemble:
   # -- public API -------------------------------------------------------------
 
   def init(self):
-    """Flax's initialisers over every member at once, op by op (`vmap`,
-    not compiled whole): each op runs once for all members, compiles once
-    per shape and is reused by every later group, where compiling the
-    whole init would cost seconds per group and change its bits. Every
-    member's parameters are the ones its own seed's init gives alone
-    (tests/test_train.py)."""
-    return self.members.place(jax.vmap(self._init_one)(self._init_keys))
+    """Flax's initialisers, one seed at a time, op by op: each op compiles
+    once per shape and is reused by every later group, where compiling the
+    whole vmapped init would cost seconds per group."""
+    seeds = [self._init_one(key) for key in self._init_keys]
+    return self.members.place(jax.tree.map(lambda *x: jnp.stack(x), *seeds))
 
   def abstract_state(self, num_seeds: int | None = None):
     """Shapes and shardings of the state, for restoring checkpoints. A

@@ -2,7 +2,6 @@ import functools
 
 import jax
 import numpy as np
-import pytest
 
 from src import checkpoint, models, optimizers, tasks, train
 from tests.helpers import fit
@@ -99,22 +98,6 @@ def test_a_program_that_fails_ahead_fails_again_where_it_is_used():
     pass
   else:
     raise AssertionError('the failure was swallowed')
-
-
-@pytest.mark.parametrize('model', ['attention', 'transformer', 'lstm_chrono',
-                                   'gru', 'rnn_uniform', 'lstm97', 'lru',
-                                   'mamba'])
-def test_every_member_starts_where_its_seed_alone_starts(model):
-  """The init runs every member at once (vmap, op by op): each member's
-  parameters and optimiser state are, bit for bit, those its own seed's
-  init gives alone (the initialisations with their own rules among them:
-  chrono, uniform, LSTM'97, the LRU's ring, Mamba's)."""
-  ens = ensemble(model=model, length=12, num_seeds=3)
-  alone = [ens._init_one(key) for key in ens._init_keys]
-  together = ens.members.unpad(ens.init())
-  for m, one in enumerate(alone[:3]):
-    for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(together)):
-      np.testing.assert_array_equal(np.asarray(a), b[m])
 
 
 def test_seeds_differ():
