@@ -183,8 +183,6 @@ class Ensemble:
     self.members = members_lib.Members(
         num_seeds, learning_rates, mesh, min_local_seeds=min_local_seeds,
         slice_members=slice_members)
-    self.num_seeds = num_seeds
-    self.learning_rates = self.members.learning_rates
     self.batch_size = batch_size
     self.graphdef, abstract_params = nnx.split(
         nnx.eval_shape(lambda: model_fn(rngs=nnx.Rngs(0))))
@@ -202,6 +200,14 @@ class Ensemble:
     self.compiled_s = 0.0  # compiling them, in whichever thread
     self._compiled = {}  # name -> Future of the compiled program
     self._lock = threading.Lock()
+
+  @property
+  def num_seeds(self) -> int:
+    return self.members.num_seeds
+
+  @property
+  def learning_rates(self) -> tuple[float, ...]:
+    return self.members.learning_rates
 
   # -- programs ---------------------------------------------------------------
 
