@@ -2,10 +2,10 @@
 lesson, one answer read from the rows that test its own sentence (holds,
 does not hold, or holds for some settings and not others, each named),
 the side claims apart, sanity checks and not-applicable rows shown, not
-counted. `experiments/all.py` writes it into REPORT.md; the README quotes
+counted. `src/report.py` writes it into REPORT.md; the README quotes
 it (`docs/sync_readme.py`).
 
-A claim here is a report row (`all.merge_claims`): its verdict per part
+A claim here is a report row (`report.merge_claims`): its verdict per part
 (`verdicts`), whether each part's plan powered it (`powered`), its
 `lesson` number, `family`, `role`, `label` and `headline`.
 """

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from experiments import all as all_exp
+from src import report as report_lib
 from src import scorecard
 from tests.helpers import read_csv, run_py_without_backend
 
@@ -120,7 +120,7 @@ def test_a_claim_two_parts_measure_appears_once():
   different setting is another claim."""
   claim = lambda text, verdict, measured, **kw: dict(
       claim=text, verdict=verdict, measured=measured, **kw)
-  merged = all_exp.merge_claims([
+  merged = report_lib.merge_claims([
       ('distance', [claim('X holds.', 'held', 'a'),
                     claim('Y holds.', 'held', 'b')]),
       ('linear', [claim('X holds.', 'held', 'c'),
@@ -193,8 +193,8 @@ def test_a_part_trained_at_another_commit_is_named(tmp_path):
     (tmp_path / name / 'config.json').write_text(json.dumps(
         {'provenance': {'git': {'commit': commit}, 'cpu': 'a CPU'}}))
   run_dir = type('RunDir', (), {'path': tmp_path})()
-  line = all_exp.provenance_line(
-      all_exp.DEFAULTS, run_dir, ['distance', 'gating', 'routing'], {},
+  line = report_lib.provenance_line(
+      False, run_dir, ['distance', 'gating', 'routing'], {},
       {'distance': 60.0})
   assert 'at commit aaaaaaa (routing at bbbbbbb):' in line
 
@@ -265,10 +265,10 @@ def test_the_answer_names_the_settings_a_verdict_depends_on():
 
 def test_a_rows_label_tells_its_settings_apart():
   row = lambda claim, **kw: dict(claim=claim, **kw)
-  assert all_exp.row_label(row(
+  assert report_lib.row_label(row(
       'Without a dense block, attention (attention h2) cannot compute xor.',
       model='attention', task='xor_fixed')) == 'attention h2, xor_fixed'
-  one, two = (all_exp.row_label(row(f'{n} attention layers (attention) ...',
+  one, two = (report_lib.row_label(row(f'{n} attention layers (attention) ...',
                                     model='attention', num_layers=k))
               for n, k in (('One', 1), ('Two', 2)))
   assert one == 'attention, 1 layers' and two == 'attention, 2 layers'
@@ -278,14 +278,14 @@ def test_two_rows_of_a_family_alike_but_for_their_training_say_it():
   claim = lambda text, **kw: dict(claim=text, verdict='held', measured='',
                                   family='gating', model='lstm_chrono',
                                   versus='rnn', **kw)
-  one, grid = all_exp.merge_claims([
+  one, grid = report_lib.merge_claims([
       ('distance', [claim('G (lstm_chrono) beats R (rnn) at one rate '
                           '(0.003), after 500 steps.')]),
       ('gating', [claim('G (lstm_chrono) beats R (rnn) each at its best of '
                         'rates 0.001, 0.003, 0.01, after 1000 steps.')])])
   assert one['label'] == 'lstm_chrono, vs rnn, rate 0.003, 500 steps'
   assert grid['label'] == 'lstm_chrono, vs rnn, best of 3 rates, 1000 steps'
-  alone, = all_exp.merge_claims([('gating', [claim(
+  alone, = report_lib.merge_claims([('gating', [claim(
       'G (lstm_chrono) beats R (rnn) at one rate (0.003), after 500 steps.')
   ])])
   assert alone['label'] == 'lstm_chrono, vs rnn'
