@@ -247,8 +247,8 @@ def _write_rows(module, config, g, ensemble, final, validation, selected,
   experiment's tables, and its line under the progress bar."""
   rates = ensemble.learning_rates
   timing = lambda r: experiment.Timing(
-      budget, wall_s, ensemble.compile_s, ensemble.num_params,
-      ensemble.members.at_rate(diverged, r), ensemble.compiled_s)
+      budget, wall_s, ensemble.programs.compile_s, ensemble.num_params,
+      ensemble.members.at_rate(diverged, r), ensemble.programs.compiled_s)
   out = {}
   for r, rate in enumerate(rates):
     rows = module.rows(g, ensemble.members.at_rate(final, r), config, timing(r))

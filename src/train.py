@@ -12,10 +12,7 @@ Shape legend: S members (seeds, or (rate, seed) pairs: the ensemble axis), B
 batch, L length, T steps in a chunk.
 """
 
-import concurrent.futures
 import functools
-import threading
-import time
 from typing import Callable
 
 import jax
@@ -28,6 +25,7 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from src import members as members_lib
 from src import models as models_lib
 from src import optimizers
+from src import programs as programs_lib
 from src import streams
 from src import tasks as tasks_lib
 
@@ -196,10 +194,7 @@ class Ensemble:
     # Raw key data on the seed axis; programs wrap it back into typed keys.
     self._data_keys = self.members.place(jax.random.key_data(data_keys))
     self._rates = self.members.place(self.members.rates())
-    self.compile_s = 0.0  # what the caller waited for programs
-    self.compiled_s = 0.0  # compiling them, in whichever thread
-    self._compiled = {}  # name -> Future of the compiled program
-    self._lock = threading.Lock()
+    self.programs = programs_lib.Programs()
 
   @property
   def num_seeds(self) -> int:
@@ -271,35 +266,6 @@ class Ensemble:
                            check_vma=False)(*args)
     return wrapped
 
-  def _compile(self, name, fn, *args, donate=(), ahead: bool = False):
-    """AOT-compiles `fn` once per `name` (which holds every static choice).
-    A program another thread is compiling (`compile_ahead`) is waited for,
-    not compiled twice. `compile_s` counts the time callers waited, so a
-    program compiled ahead while another group trained costs it nothing."""
-    with self._lock:
-      future = self._compiled.get(name)
-      mine = future is None
-      if mine:
-        future = self._compiled[name] = concurrent.futures.Future()
-    start = time.perf_counter()
-    if mine:
-      try:
-        future.set_result(
-            jax.jit(fn, donate_argnums=donate).lower(*args).compile())
-        with self._lock:
-          self.compiled_s += time.perf_counter() - start
-      except BaseException as e:
-        with self._lock:
-          del self._compiled[name]  # a later call tries again, and raises
-        future.set_exception(e)
-        if ahead:
-          return None
-        raise
-    compiled = future.result()
-    if not ahead:
-      self.compile_s += time.perf_counter() - start
-    return compiled
-
   def _train_program(self, num_steps):
     return self._per_device(
         functools.partial(self._train_chunk, num_steps=num_steps), 3)
@@ -341,9 +307,10 @@ class Ensemble:
     scalars = (np.int32(stream), np.int32(curve_step or 0),
                np.bool_(curve_step is not None),
                np.int32(chunks or num_examples // eval_chunk(num_examples)))
-    compiled = self._compile(*self._test_program(num_examples, task),
-                             *self.members.per_slice(params, self._data_keys),
-                             *scalars, ahead=ahead)
+    compiled = self.programs.get(
+        *self._test_program(num_examples, task),
+        *self.members.per_slice(params, self._data_keys), *scalars,
+        ahead=ahead)
     return None if ahead else self.members.by_slice(
         lambda p, k: compiled(p, k, *scalars), params, self._data_keys)
 
@@ -356,10 +323,10 @@ class Ensemble:
     it is asked for."""
     state = self.abstract_state()
     for n in chunk_sizes:
-      self._compile(('train', n), self._train_program(n),
-                    *self.members.per_slice(state, self._data_keys,
-                                            self._rates),
-                    np.int32(0), donate=(0,), ahead=True)
+      self.programs.get(('train', n), self._train_program(n),
+                        *self.members.per_slice(state, self._data_keys,
+                                                self._rates),
+                        np.int32(0), donate=(0,), ahead=True)
     for n in {self.test_examples if self.curve_examples else None,
               eval_examples} - {None, 0}:
       self._test(state['params'], n, ahead=True)
@@ -409,9 +376,10 @@ class Ensemble:
     at the chunk's end."""
     keys, rates = self._data_keys, self._rates
     start = np.int32(start_step)
-    fn = self._compile(('train', num_steps), self._train_program(num_steps),
-                       *self.members.per_slice(state, keys, rates), start,
-                       donate=(0,))
+    fn = self.programs.get(('train', num_steps),
+                           self._train_program(num_steps),
+                           *self.members.per_slice(state, keys, rates), start,
+                           donate=(0,))
     state, metrics = self.members.by_slice(lambda *a: fn(*a, start), state,
                                            keys, rates)
     if self.curve_examples:
@@ -432,7 +400,7 @@ class Ensemble:
     another task than the group's (e.g. longer ones), for a model whose
     parameters do not depend on the length."""
     keys = self._data_keys
-    compiled = self._compile(
+    compiled = self.programs.get(
         *self._measure_program(fn, stream, num_examples, task),
         *self.members.per_slice(params, keys))
     return self.members.unpad(self.members.by_slice(compiled, params, keys))

@@ -4,6 +4,7 @@ import jax
 import numpy as np
 
 from src import checkpoint, models, optimizers, tasks, train
+from src import programs as programs_lib
 from tests.helpers import fit
 
 
@@ -52,7 +53,7 @@ def test_programs_compiled_ahead_are_the_ones_training_runs():
     ens = ensemble(model='rnn', length=6)
     if ahead:
       ens.compile_ahead(train.chunks(0, 25, 10), eval_examples=64)
-      programs = {name: f.result() for name, f in ens._compiled.items()}
+      programs = {name: f.result() for name, f in ens.programs._compiled.items()}
       # The test curve's program (256 strings) and the final test's (64).
       assert {name[:2] for name in programs} == {
           ('train', 10), ('train', 5), ('test', 256), ('test', 64)}
@@ -60,7 +61,7 @@ def test_programs_compiled_ahead_are_the_ones_training_runs():
     runs.append((ens.members.unpad(state), ens.evaluate(state['params'],
                                                 num_examples=64)))
     if ahead:
-      assert {name: f.result() for name, f in ens._compiled.items()} == (
+      assert {name: f.result() for name, f in ens.programs._compiled.items()} == (
           programs)
   for a, b in zip(jax.tree.leaves(runs[0]), jax.tree.leaves(runs[1])):
     np.testing.assert_array_equal(a, b)
@@ -82,18 +83,18 @@ def test_the_curve_is_the_same_from_the_final_tests_program():
               on_chunk=lambda step, m: curve.append(
                   ens.members.unpad(m['test_accuracy'])))
     runs.append(curve)
-    assert {name[0] for name in ens._compiled} == {'train', 'test'}
-    assert len([n for n in ens._compiled if n[0] == 'test']) == 1
+    assert {name[0] for name in ens.programs._compiled} == {'train', 'test'}
+    assert len([n for n in ens.programs._compiled if n[0] == 'test']) == 1
   np.testing.assert_array_equal(runs[0], runs[1])
   assert 0 < np.mean(runs[0]) <= 1
 
 
 def test_a_program_that_fails_ahead_fails_again_where_it_is_used():
-  ens = ensemble(model='rnn', length=6)
+  programs = programs_lib.Programs()
   broken = lambda *args: 1 / None
-  assert ens._compile('broken', broken, 1, ahead=True) is None
+  assert programs.get('broken', broken, 1, ahead=True) is None
   try:
-    ens._compile('broken', broken, 1)
+    programs.get('broken', broken, 1)
   except TypeError:
     pass
   else:
