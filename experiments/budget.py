@@ -100,11 +100,14 @@ class Budget(memory.BudgetExperiment):
     for model in config.models:
       if models_lib.get(model).family.recurrent:
         # A wall is a "cannot": held only with the model at its best rate
-        # of a grid. A side claim: the lesson says nothing of budgets.
+        # of a grid, inside it at L*. A side claim: the lesson says nothing
+        # of budgets.
         wall = memory.limit_is_a_wall(rows, data.curves, model, lengths,
                                       budgets)
-        wall.gates = {**gates_lib.grid_gate(stats.HELD, config.rates),
-                      **wall.gates}
+        wall.gates = gates_lib.merged(
+            {**gates_lib.grid_gate(stats.HELD, config.rates), **wall.gates},
+            memory.selected_rates(config, rows, steps=budgets[-1]).gate(
+                stats.HELD, model, [wall.setting.get('length')]))
         wall.role = claims_lib.SIDE
         out['claims'].append(wall)
     return out

@@ -101,9 +101,10 @@ class Distance(experiment.Experiment):
                                   for m, c in crit.items()},
             'paired': memory.paired_table(crit),
             'diverged_seeds': int(sum(g['diverged'] for g in groups)),
-            'claims': memory.memory_claims(table, config.models, lengths,
-                                           data.curves,
-                                           memory.conditions(config)),
+            'claims': memory.memory_claims(
+                table, config.models, lengths, data.curves,
+                memory.conditions(config),
+                memory.selected_rates(config, rows)),
             'budget': {k: getattr(config, k) for k in (
                 'steps', 'batch_size', 'd_model', 'seeds')},
             'tuning': (f'one learning rate ({config.rates[0]:g}): a failure '

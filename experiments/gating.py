@@ -104,6 +104,7 @@ class Gating(memory.BudgetExperiment):
             out['versus_rnn'].setdefault(m, {}).setdefault(str(budget), {})[
                 p] = {k: c[k] for k in ('wins', 'ties', 'losses', 'p')}
       final = data.curves if budget == budgets[-1] else None
+      rates = memory.selected_rates(config, rows, steps=budget)
       seeds = sorted(table[config.models[0], lengths[0]])
       for g in gated:
         failed = {s: memory.first_failure(table, g, lengths, s)
@@ -112,10 +113,10 @@ class Gating(memory.BudgetExperiment):
           by_budget.setdefault((g, p), {})[budget] = \
               memory.gating_beats_plain(
                   g, p, crit[budget][g], crit[budget][p], lengths, failed,
-                  final, memory.conditions(config, budget))
+                  final, memory.conditions(config, budget), rates)
       for p in plain:
         by_budget.setdefault((p,), {})[budget] = memory.plain_gives_way(
-            table, p, lengths, curves=final)
+            table, p, lengths, curves=final, rates=rates)
     for key, verdicts in by_budget.items():
       raw = {b: claims_lib.test(c) for b, c in verdicts.items()}
       claim = verdicts[last]

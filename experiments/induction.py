@@ -158,10 +158,12 @@ def summarize(config: Config, rows, tables, curves=None) -> dict:
   head_rows = tables['heads.csv']
   out = {'accuracy': {}, 'roles': [], 'chance': 1 / config.vocab,
          'claims': []}
-  per_seed = {}
+  per_seed, rates = {}, {}
   for r in rows:
     key = accuracy_key(r['model'], int(r['num_layers']))
     per_seed.setdefault(key, {})[int(r['seed'])] = float(r['accuracy'])
+    if r.get('learning_rate', '') != '':  # the group's selected rate
+      rates[key] = float(r['learning_rate'])
   for key, by_seed in per_seed.items():
     v = [by_seed[s] for s in sorted(by_seed)]
     out['accuracy'][key] = dict(
@@ -190,7 +192,7 @@ def summarize(config: Config, rows, tables, curves=None) -> dict:
     out.setdefault('extrapolation', {}).setdefault(key, {}).setdefault(
         str(r['test_length']), {})[int(r['seed'])] = float(r['accuracy'])
   out['claims'] = claims(config, per_seed, curves,
-                         out.get('extrapolation', {}))
+                         out.get('extrapolation', {}), rates)
   return out
 
 
@@ -203,7 +205,8 @@ CONTROL_FAMILY = "two layers reach the Mamba paper's induction result"
 EXTRAPOLATION_FAMILY = "two layers keep the Mamba paper's accuracy on longer strings"
 
 
-def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
+def claims(config, per_seed, curves=None, longer=None,
+           rates=None) -> list[Claim]:
   """Per seed, on the held-out test strings (seed i of the 1-layer and the
   2-layer stack are a pair). Attention: one layer cannot (claims.
   IMPOSSIBILITY against CANNOT: its best rate of a grid, its failing seeds
@@ -211,8 +214,12 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
   another layered model: two layers can. On the Mamba paper's task
   (`--induction_task=trigger_induction`) every layered model's 2-layer
   stack also gets the positive control's claim, with its accuracy on
-  `longer` strings ({key: {length: {seed: accuracy}}}) beside it."""
+  `longer` strings ({key: {length: {seed: accuracy}}}) beside it. A
+  failure counts at a best rate inside the grid (`rates`: {key: the
+  group's selected rate})."""
   out = []
+  edge = lambda direction, model, depth: gates_lib.edge_gate(
+      direction, config.rates, (rates or {}).get(accuracy_key(model, depth)))
   L = config.lengths[-1]
   strings = config.eval_examples
 
@@ -236,9 +243,11 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
     if not spec.layered or two is None:
       continue
     seeds = sorted(two)
-    can_gates = {**gates_lib.grid_gate(stats.NOT_HELD, config.rates),
-                 **gates_lib.learning_gate(stats.NOT_HELD, check(
-                     model, 2, [s for s in seeds if two[s] < CANNOT]))}
+    can_gates = gates_lib.merged(
+        {**gates_lib.grid_gate(stats.NOT_HELD, config.rates),
+         **gates_lib.learning_gate(stats.NOT_HELD, check(
+             model, 2, [s for s in seeds if two[s] < CANNOT]))},
+        edge(stats.NOT_HELD, model, 2))
     if spec.family == models_lib.ATTENTION and one is not None:
       out.append(Claim(
           f'One attention layer ({model}) cannot fetch what follows a token.',
@@ -246,9 +255,11 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
           dict(accuracy=[one[s] for s in sorted(one)],
                what='1 layer', **null),
           dict(model=model, num_layers=1),
-          gates={**gates_lib.grid_gate(stats.HELD, config.rates),
-                 **gates_lib.learning_gate(stats.HELD, check(
-                     model, 1, sorted(one)))},
+          gates=gates_lib.merged(
+              {**gates_lib.grid_gate(stats.HELD, config.rates),
+               **gates_lib.learning_gate(stats.HELD, check(
+                   model, 1, sorted(one)))},
+              edge(stats.HELD, model, 1)),
           note=f'the null: {CANNOT:.0%}, declared before any run, far above '
                'what one layer reaches (chance, and the tokens it can see) '
                'and far below fetching the follower'))
@@ -268,7 +279,8 @@ def claims(config, per_seed, curves=None, longer=None) -> list[Claim]:
       at = (longer or {}).get(accuracy_key(model, 2), {})
       out.append(control_claim(model, two, at, check(
           model, 2, [s for s in seeds
-                     if not stats.reaches(two[s], CONTROL)]), config))
+                     if not stats.reaches(two[s], CONTROL)]), config,
+          edge(stats.NOT_HELD, model, 2)))
       if at:
         out.append(extrapolation_claim(model, L, two, at))
   return out
@@ -303,12 +315,13 @@ def extrapolation_claim(model, L, two, longer) -> Claim:
 PAPER_UPDATES = 25 * 8192
 
 
-def control_claim(model, two, longer, check, config) -> Claim:
+def control_claim(model, two, longer, check, config, edge=None) -> Claim:
   """The positive control: the Mamba paper (Gu & Dao 2023, sec. 4.1.2,
   Table 2) reports 2-layer Mamba at 100% on its induction-heads task at the
   training length: the share of seeds at CONTROL or above (claims.
-  RELIABILITY); a failure trained out. The accuracy at longer lengths is
-  reported, not judged."""
+  RELIABILITY); a failure trained out, at a best rate inside the grid
+  (`edge`: its gate). The accuracy at longer lengths is reported, not
+  judged."""
   seeds = sorted(two)
   longer_text = ''.join(
       f'; at L={length}: ' + ' '.join(f'{by_seed[s]:.3f}'
@@ -323,11 +336,13 @@ def control_claim(model, two, longer, check, config) -> Claim:
            what=f'at {CONTROL:.0%} or above (accuracy per seed below'
                 + longer_text + ')'),
       dict(model=model, num_layers=2),
-      gates={**gates_lib.learning_gate(stats.NOT_HELD, check),
-             **gates_lib.grid_gate(stats.NOT_HELD, config.rates),
-             **({} if config.steps >= PAPER_UPDATES else {stats.NOT_HELD: (
-                 f'{config.steps:,} updates, fewer than the paper\'s '
-                 f'{PAPER_UPDATES:,}: a failure here is not the paper\'s')})},
+      gates=gates_lib.merged(
+          {**gates_lib.learning_gate(stats.NOT_HELD, check),
+           **gates_lib.grid_gate(stats.NOT_HELD, config.rates),
+           **({} if config.steps >= PAPER_UPDATES else {stats.NOT_HELD: (
+               f'{config.steps:,} updates, fewer than the paper\'s '
+               f'{PAPER_UPDATES:,}: a failure here is not the paper\'s')})},
+          edge or {}),
       note=f'each seed: 2 layers at {CONTROL:.0%} accuracy or above on the '
            "paper's task (a special trigger token)")
 

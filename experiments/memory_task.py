@@ -110,6 +110,29 @@ def accuracy_table(rows, **match) -> dict:
   return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Rates:
+  """The grid of learning rates and each group's selected one, {(model,
+  length): rate}: a failure whose group's best rate is at an end of the
+  grid is no verdict (`gates.edge_gate`). One rate: no grid, no gate."""
+  grid: tuple = ()
+  chosen: dict = dataclasses.field(default_factory=dict)
+
+  def gate(self, direction: str, model: str, lengths) -> dict:
+    """The edge gate of `model` failing at `lengths`."""
+    return gates_lib.edge_gate(direction, self.grid,
+                               [self.chosen.get((model, L)) for L in lengths])
+
+
+def selected_rates(config, rows, **match) -> Rates:
+  """The grid (`config.rates`) and the selected rate of each group, from
+  its rows matching `match` (at the selected rates, as summarize gets them)."""
+  return Rates(tuple(config.rates), {
+      (r['model'], int(r['length'])): float(r['learning_rate'])
+      for r in rows if r.get('learning_rate', '') != ''
+      and all(str(r[k]) == str(v) for k, v in match.items())})
+
+
 def per_seed_critical(table: dict, model: str, lengths) -> list[int]:
   """Seed by seed (in seed order), the critical distance of `model`."""
   seeds = sorted(table[model, lengths[0]])
@@ -181,7 +204,7 @@ def attention_at_100(table: dict, model: str, lengths) -> Claim:
 
 
 def plain_gives_way(table: dict, model: str, lengths, window=LESSON_WINDOW,
-                    curves=None) -> Claim:
+                    curves=None, rates: Rates = Rates()) -> Claim:
   """Per seed, the give-way interval (c, f] (c its critical distance, f the
   first length it failed) against the lesson's window [lo, hi]: consistent
   if lo <= c and f <= hi; inconsistent if it had already failed by lo (f <=
@@ -189,7 +212,8 @@ def plain_gives_way(table: dict, model: str, lengths, window=LESSON_WINDOW,
   lengths cannot tell (counted against each direction). Reliability at 1/2:
   does a plain net give way there in most seeds? Giving way is a failure:
   with `curves`, the seeds that failed must be trained out at the length
-  they failed, for the verdict that says so."""
+  they failed, for the verdict that says so, at a best rate inside the
+  grid (`rates`)."""
   lo, hi = window
   seeds = sorted(table[model, lengths[0]])
   crit = per_seed_critical(table, model, lengths)
@@ -207,11 +231,12 @@ def plain_gives_way(table: dict, model: str, lengths, window=LESSON_WINDOW,
         early[s] = f
     else:
       undetermined += 1
-  gates = {}
+  gates = gates_lib.merged(rates.gate(stats.HELD, model, inside.values()),
+                           rates.gate(stats.NOT_HELD, model, early.values()))
   if curves is not None:
-    gates.update(gates_lib.learning_gate(
-        stats.HELD, failures_trained_out(curves, model, inside)))
-    gates.update(gates_lib.learning_gate(
+    gates = gates_lib.merged(gates, gates_lib.learning_gate(
+        stats.HELD, failures_trained_out(curves, model, inside)),
+                             gates_lib.learning_gate(
         stats.NOT_HELD, failures_trained_out(curves, model, early)))
   return Claim(
       f'A plain recurrent net ({model}, {models_lib.get(model).init_name}) '
@@ -242,16 +267,18 @@ def conditions(config, steps: int | None = None) -> str:
 
 def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
                        lengths, failed=None, curves=None,
-                       trained: str = '') -> Claim:
+                       trained: str = '', rates: Rates = Rates()) -> Claim:
   """Paired per-seed critical distances, a tie not a win, both solving the
   longest length censored (claims.COMPARISON). Did not hold says the gated
   net fell short: with `curves`, the gated seeds that fell short (`failed`:
-  {seed: length it failed}) must be trained out. `trained` (`conditions`):
-  the rate and steps, in the sentence: either verdict is theirs."""
-  gates = {}
+  {seed: length it failed}) must be trained out, each at a best rate
+  inside the grid (`rates`). `trained` (`conditions`): the rate and steps,
+  in the sentence: either verdict is theirs."""
+  short = _short(failed, crit_gated, crit_plain)
+  gates = rates.gate(stats.NOT_HELD, gated, short.values())
   if curves is not None:
-    gates = gates_lib.learning_gate(stats.NOT_HELD, failures_trained_out(
-        curves, gated, _short(failed, crit_gated, crit_plain)))
+    gates = gates_lib.merged(gates, gates_lib.learning_gate(
+        stats.NOT_HELD, failures_trained_out(curves, gated, short)))
   spec = models_lib.get(gated)
   return Claim(
       f'Gating ({spec.architecture.upper()}, {spec.init_name}: {gated}) '
@@ -269,15 +296,17 @@ def gating_beats_plain(gated: str, plain: str, crit_gated, crit_plain,
 
 def as_far_as_attention(model: str, attention: str, crit_model,
                         crit_attention, lengths, failed=None,
-                        curves=None) -> Claim:
+                        curves=None, rates: Rates = Rates()) -> Claim:
   """Seed i at least as far as seed i of attention (a tie counts: "as far
   as", within the tested lengths, as attention's own "stays at 100%" is):
   non-inferiority, claims.AS_FAR_MARGIN. The seeds that fall short failed:
-  with `curves` they must be trained out."""
-  gates = {}
+  with `curves` they must be trained out, each at a best rate inside the
+  grid (`rates`)."""
+  short = _short(failed, crit_model, crit_attention)
+  gates = rates.gate(stats.NOT_HELD, model, short.values())
   if curves is not None:
-    gates = gates_lib.learning_gate(stats.NOT_HELD, failures_trained_out(
-        curves, model, _short(failed, crit_model, crit_attention)))
+    gates = gates_lib.merged(gates, gates_lib.learning_gate(
+        stats.NOT_HELD, failures_trained_out(curves, model, short)))
   return Claim(
       f'A linear recurrence ({model}) carries the first symbol as '
       f'far as attention ({attention}) at the tested lengths '
@@ -300,16 +329,18 @@ def _short(failed, crit, crit_other) -> dict:
 
 
 def memory_claims(table: dict, models, lengths, curves=None,
-                  trained: str = '') -> list[Claim]:
+                  trained: str = '', rates: Rates = Rates()) -> list[Claim]:
   """Every distance claim the models present allow, per model and pair;
   with `curves` (curves.csv rows), a failure must be trained out; `trained`
-  (`conditions`): the training the comparisons of two models rest on."""
+  (`conditions`): the training the comparisons of two models rest on;
+  `rates`: the groups' selected rates, for the edge of a grid."""
   lengths = sorted(lengths)
   spec = models_lib.get
   out = [attention_at_100(table, m, lengths) for m in models
          if spec(m).family == models_lib.ATTENTION]
   plain = [m for m in models if spec(m).family == models_lib.PLAIN]
-  out += [plain_gives_way(table, m, lengths, curves=curves) for m in plain]
+  out += [plain_gives_way(table, m, lengths, curves=curves, rates=rates)
+          for m in plain]
   crit = {m: per_seed_critical(table, m, lengths) for m in models}
   seeds = sorted(table[models[0], lengths[0]]) if models else []
   failed = {m: {s: first_failure(table, m, lengths, s) for s in seeds}
@@ -317,13 +348,13 @@ def memory_claims(table: dict, models, lengths, curves=None,
   for gated in (m for m in models if spec(m).family == models_lib.GATED):
     for p in plain:
       out.append(gating_beats_plain(gated, p, crit[gated], crit[p], lengths,
-                                    failed[gated], curves, trained))
+                                    failed[gated], curves, trained, rates))
   attention = [m for m in models if spec(m).family == models_lib.ATTENTION]
   for m in (m for m in models if spec(m).family == models_lib.LINEAR):
     if attention:
       out.append(as_far_as_attention(m, attention[0], crit[m],
                                      crit[attention[0]], lengths, failed[m],
-                                     curves))
+                                     curves, rates))
   return out
 
 

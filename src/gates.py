@@ -10,7 +10,9 @@ task; and no failure is trained out while other seeds of its group are
 still leaving it (more of them solved the task at the end of the doubling
 than at its start: a plateau that ends abruptly looks flat until it
 ends). Read from the run's curves.csv. A grid: "cannot" is judged only
-with each model at its best of several rates.
+with each model at its best of several rates, and a failure only where
+that best rate is inside the grid (at an end, a rate past it may do
+better).
 A gate that is not passed leaves its direction inconclusive, with the reason
 as `measured` says it (`claims.Claim.gates`).
 """
@@ -155,16 +157,23 @@ def grid_gate(direction: str, rates) -> dict:
   return {} if len(rates) > 1 else {direction: ONE_RATE}
 
 
-def edge_gate(direction: str, rates, chosen: float | None) -> dict:
+def edge_gate(direction: str, rates, chosen) -> dict:
   """{direction: reason} for a claim whose `direction` says a model failed
-  at its best rate of a grid: empty unless that rate (`chosen`, its group's
-  selected) is the grid's smallest or largest, where a rate past it, never
-  tried, may do better."""
-  if len(rates) < 2 or chosen is None or min(rates) < chosen < max(rates):
+  at its best rate of a grid: empty unless a rate it failed at (`chosen`:
+  its group's selected rate, or those of every group the failure rests on;
+  None where unknown) is the grid's smallest or largest, where a rate past
+  it, never tried, may do better."""
+  chosen = [chosen] if chosen is None or isinstance(chosen, (int, float)) \
+      else list(chosen)
+  ends = sorted({c for c in chosen if c is not None
+                 and not min(rates) < c < max(rates)}) if rates else []
+  if len(rates) < 2 or not ends:
     return {}
-  return {direction: f'its best rate ({chosen:g}) is at an end of the grid '
-                     f'({", ".join(f"{r:g}" for r in sorted(rates))}): a '
-                     'rate past it, never tried, may do better'}
+  return {direction: f'its best rate{"s" if len(ends) > 1 else ""} '
+                     f'({", ".join(f"{c:g}" for c in ends)}) '
+                     f'{"are" if len(ends) > 1 else "is"} at an end of the '
+                     f'grid ({", ".join(f"{r:g}" for r in sorted(rates))}): '
+                     'a rate past it, never tried, may do better'}
 
 
 def merged(*gates: dict) -> dict:

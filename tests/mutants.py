@@ -164,6 +164,13 @@ MUTANTS = {
         'experiments/induction.py',
         'successes=[stats.reaches(two[s], CONTROL) for s in seeds]',
         'successes=[True for s in seeds]'),
+    'a failure at an end of the rate grid judged as if inside it': (
+        'src/gates.py', '                 and not min(rates) < c < max(rates)})',
+        '                 and not min(rates) <= c <= max(rates)})'),
+    'gating: the gated net\'s best rate not asked where it fell short': (
+        'experiments/memory_task.py',
+        'gates = rates.gate(stats.NOT_HELD, gated, short.values())',
+        'gates = {}'),
     'routing: "cannot" judged on a model that never learned to route': (
         'experiments/routing.py', "not_applicable='' if learned else (",
         "not_applicable='' if True else ("),

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 import experiments
+from experiments import induction
 from src import claims, experiment, runner, stats
 from src import gates as gates_lib
 from src import config as config_lib
 from tests.helpers import fit, read_csv, run_py
-from tests.test_verdicts import distance_summary, upto
+from tests.test_verdicts import distance_summary, memory_rows, upto
 
 # -- the grid on the ensemble axis ---------------------------------------------
 
@@ -245,6 +246,69 @@ def test_a_gating_failure_still_learning_is_inconclusive():
                if 'Gating' in c['claim']]
     assert judged['verdict'] == verdict, judged['measured']
 
+
+
+GRID = (1e-3, 3e-3, 1e-2)
+
+
+@pytest.mark.parametrize('rate,verdict', [
+    (3e-3, 'did not hold'), (1e-3, 'inconclusive'), (1e-2, 'inconclusive')])
+def test_a_failure_at_an_end_of_the_grid_is_left_open(rate, verdict):
+  """Each model at its best rate of a grid: the gated net falls short of
+  the plain one in every seed, trained out (p = 1/256). Did not hold only
+  where its best rate at the length it failed is inside the grid; at the
+  grid's smallest or largest rate, a rate past it, never tried, may do
+  better: inconclusive, saying so. The plain net's rates, at an end or not,
+  do not gate it (it is not the one said to fail)."""
+  lengths = (10, 20, 50, 100, 200)
+  acc = {'lstm_chrono': upto(10), 'rnn': upto(20)}
+  config = dataclasses.replace(
+      experiments.load('distance').defaults, models=tuple(acc),
+      lengths=lengths, seeds=8, learning_rates=GRID)
+  rows = memory_rows(acc, lengths, seeds=8)
+  for r in rows:
+    failing = r['model'] == 'lstm_chrono' and r['length'] == '20'
+    r.update(loss='0.1', family='x', solved='1', num_params='1', wall_s='1',
+             compile_s='1', selected='1',
+             learning_rate=repr(rate if failing else 1e-3))
+  curves = [c for L in lengths for c in curve_rows(
+      'lstm_chrono', L, range(8), [0.7, 0.69, 0.69, 0.69])]
+  summary = experiments.load('distance').summarize(
+      config, rows, experiment.Measured(curves=curves))
+  gating, = [c for c in runner.judged(summary['claims'])
+             if 'Gating' in c['claim']]
+  assert gating['verdict'] == verdict, gating['measured']
+  assert ('at an end of the grid (0.001, 0.003, 0.01)' in
+          gating['measured']) == (verdict == 'inconclusive')
+
+
+@pytest.mark.parametrize('rate,verdict', [
+    (3e-3, 'held'), (1e-3, 'inconclusive'), (1e-2, 'inconclusive')])
+def test_cannot_at_an_end_of_the_grid_is_left_open(rate, verdict):
+  """One attention layer stays at 0.2 in every seed: "cannot" holds at a
+  best rate inside the grid, and is left open at either end of it; two
+  layers' "can" (held) is not gated by it."""
+  rows = [dict(model='attention', num_layers=str(d), length='24', seed=str(s),
+               accuracy=str(acc), learning_rate=repr(rate if d == 1 else 1e-3),
+               selected='1')
+          for d, acc in ((1, 0.2), (2, 1.0)) for s in range(8)]
+  config = dataclasses.replace(
+      induction.DEFAULTS, models=('attention',),
+      depths=(1, 2), seeds=8, learning_rates=GRID)
+  # No curves: the verdict rule alone (the trained-out rule not asked).
+  summary = induction.summarize(config, rows, {'heads.csv': []})
+  cannot, can = runner.judged(summary['claims'])
+  assert cannot['verdict'] == verdict, cannot['measured']
+  assert can['verdict'] == 'held'
+  assert ('its best rate (%g) is at an end' % rate in cannot['measured']
+          ) == (verdict == 'inconclusive')
+
+
+def test_the_edge_gate_names_every_rate_at_an_end():
+  assert gates_lib.edge_gate('held', GRID, [3e-3, None]) == {}
+  assert gates_lib.edge_gate('held', (3e-3,), 3e-3) == {}  # no grid
+  both, = gates_lib.edge_gate('held', GRID, [1e-2, 3e-3, 1e-3]).values()
+  assert both.startswith('its best rates (0.001, 0.01) are at an end')
 
 # -- families, Holm and power ------------------------------------------------------
 
