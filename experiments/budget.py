@@ -105,7 +105,7 @@ class Budget(memory.BudgetExperiment):
         wall = memory.limit_is_a_wall(rows, data.curves, model, lengths,
                                       budgets)
         wall.gates = gates_lib.merged(
-            {**gates_lib.grid_gate(stats.HELD, config.rates), **wall.gates},
+            gates_lib.grid_gate(stats.HELD, config.rates), wall.gates,
             memory.selected_rates(config, rows, steps=budgets[-1]).gate(
                 stats.HELD, model, [wall.setting.get('length')]))
         wall.role = claims_lib.SIDE

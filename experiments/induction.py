@@ -244,9 +244,9 @@ def claims(config, per_seed, curves=None, longer=None,
       continue
     seeds = sorted(two)
     can_gates = gates_lib.merged(
-        {**gates_lib.grid_gate(stats.NOT_HELD, config.rates),
-         **gates_lib.learning_gate(stats.NOT_HELD, check(
-             model, 2, [s for s in seeds if two[s] < CANNOT]))},
+        gates_lib.grid_gate(stats.NOT_HELD, config.rates),
+        gates_lib.learning_gate(stats.NOT_HELD, check(
+            model, 2, [s for s in seeds if two[s] < CANNOT])),
         edge(stats.NOT_HELD, model, 2))
     if spec.family == models_lib.ATTENTION and one is not None:
       out.append(Claim(
@@ -256,9 +256,9 @@ def claims(config, per_seed, curves=None, longer=None,
                what='1 layer', **null),
           dict(model=model, num_layers=1),
           gates=gates_lib.merged(
-              {**gates_lib.grid_gate(stats.HELD, config.rates),
-               **gates_lib.learning_gate(stats.HELD, check(
-                   model, 1, sorted(one)))},
+              gates_lib.grid_gate(stats.HELD, config.rates),
+              gates_lib.learning_gate(stats.HELD, check(
+                  model, 1, sorted(one))),
               edge(stats.HELD, model, 1)),
           note=f'the null: {CANNOT:.0%}, declared before any run, far above '
                'what one layer reaches (chance, and the tokens it can see) '
@@ -337,11 +337,11 @@ def control_claim(model, two, longer, check, config, edge=None) -> Claim:
                 + longer_text + ')'),
       dict(model=model, num_layers=2),
       gates=gates_lib.merged(
-          {**gates_lib.learning_gate(stats.NOT_HELD, check),
-           **gates_lib.grid_gate(stats.NOT_HELD, config.rates),
-           **({} if config.steps >= PAPER_UPDATES else {stats.NOT_HELD: (
-               f'{config.steps:,} updates, fewer than the paper\'s '
-               f'{PAPER_UPDATES:,}: a failure here is not the paper\'s')})},
+          gates_lib.learning_gate(stats.NOT_HELD, check),
+          gates_lib.grid_gate(stats.NOT_HELD, config.rates),
+          {} if config.steps >= PAPER_UPDATES else {stats.NOT_HELD: (
+              f'{config.steps:,} updates, fewer than the paper\'s '
+              f'{PAPER_UPDATES:,}: a failure here is not the paper\'s')},
           edge or {}),
       note=f'each seed: 2 layers at {CONTROL:.0%} accuracy or above on the '
            "paper's task (a special trigger token)")

@@ -474,8 +474,9 @@ def limit_is_a_wall(rows, curves, model: str, lengths, budgets,
   stuck = [s for s in seeds if not stats.solved(small[model, L][s])]
   stayed = [not stats.solved(large[model, L][s]) for s in stuck]
   still = [s for s, st in zip(stuck, stayed) if st]
-  gates = {**gates_lib.learning_gate(stats.HELD, gates_lib.trained_out(
-      curves, still, last, model=model, length=L)), **gates}
+  gates = gates_lib.merged(gates_lib.learning_gate(
+      stats.HELD, gates_lib.trained_out(curves, still, last, model=model,
+                                        length=L)), gates)
   return Claim(
       claim, claims_lib.RELIABILITY, WALL_FAMILY,
       dict(successes=stayed, rate=1 - max_escape,

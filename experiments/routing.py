@@ -430,10 +430,14 @@ def _dense_computes(config, task, rows, curves, names) -> list[Claim]:
   seeds = range(len(rows[dense[0]]['seeds']))
   lowest = [min(rows[n]['seeds'][s] for n in dense) for s in seeds]
   failing = [s for s in seeds if lowest[s] < null(task)]
-  gates = {**gates_lib.grid_gate(stats.NOT_HELD, config.rates)}
-  for m in dense:
-    gates.update(gates_lib.learning_gate(stats.NOT_HELD, trained_out(
-        curves, names[f'{task}|{m}'], failing, config.steps)))
+  gates = gates_lib.merged(
+      gates_lib.grid_gate(stats.NOT_HELD, config.rates),
+      gates_lib.edge_gate(stats.NOT_HELD, config.rates, [
+          rows[m].get('rate') for m in dense
+          if any(rows[m]['seeds'][s] < null(task) for s in failing)]),
+      *(gates_lib.learning_gate(stats.NOT_HELD, trained_out(
+          curves, names[f'{task}|{m}'], failing, config.steps))
+        for m in dense))
   return [Claim(
       f'A dense block computes {task.split("_")[0]} of the two symbols '
       f'({task}).', claims_lib.CAPABILITY, FAMILY_DOES,

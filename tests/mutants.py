@@ -128,8 +128,8 @@ MUTANTS = {
         '    if here is not None:'),
     'wall: the seeds still stuck not trained out': (
         'experiments/memory_task.py',
-        'curves, still, last, model=model, length=L)), '
-        '**gates}', 'curves, [], last, model=model, length=L)), **gates}'),
+        'trained_out(curves, still, last, model=model,',
+        'trained_out(curves, [], last, model=model,'),
     'wall: escapes counted over every seed, not the stuck ones': (
         'experiments/memory_task.py',
         'stuck = [s for s in seeds if not stats.solved(small[model, L][s])]',

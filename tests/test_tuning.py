@@ -304,6 +304,18 @@ def test_cannot_at_an_end_of_the_grid_is_left_open(rate, verdict):
           ) == (verdict == 'inconclusive')
 
 
+def test_no_reason_to_leave_a_failure_open_hides_another():
+  """Two layers of lru fail in every seed at one rate, without curves to
+  show them trained out: its "can" says both reasons, neither written
+  over the other."""
+  config = dataclasses.replace(induction.DEFAULTS, models=('lru',),
+                               depths=(1, 2), seeds=8, learning_rates=())
+  per_seed = {induction.accuracy_key('lru', d): {s: 0.1 for s in range(8)}
+              for d in (1, 2)}
+  can, = induction.claims(config, per_seed, curves=[])
+  why = can.gates['did not hold']
+  assert gates_lib.ONE_RATE in why and 'still learning' in why, why
+
 def test_the_edge_gate_names_every_rate_at_an_end():
   assert gates_lib.edge_gate('held', GRID, [3e-3, None]) == {}
   assert gates_lib.edge_gate('held', (3e-3,), 3e-3) == {}  # no grid
