@@ -373,14 +373,6 @@ def _claims(model, seeds, setting, ablated) -> list[Claim]:
   return out
 
 
-def figure(config, summary, rows, kept, folder, writer=None):
-  first = experiment.group(config.models[0], config.lengths[0])
-  if kept.get(first.name) is not None:
-    plot(config, first, kept[first.name], folder / FIGURE, writer)
-  if len(config.lengths) > 1:
-    plot_lengths(config, summary, folder / 'attention_lengths.png', writer)
-
-
 _TOKEN_TEXT = {tasks_lib.A: 'A', tasks_lib.B: 'B', tasks_lib.QUERY: '?'}
 
 
@@ -466,7 +458,11 @@ class Attention(experiment.Experiment):
     return summarize(config, rows)
 
   def figure(self, config, summary, rows, data, folder, writer):
-    figure(config, summary, rows, data.kept, folder, writer)
+    first = experiment.group(config.models[0], config.lengths[0])
+    if data.kept.get(first.name) is not None:
+      plot(config, first, data.kept[first.name], folder / FIGURE, writer)
+    if len(config.lengths) > 1:
+      plot_lengths(config, summary, folder / 'attention_lengths.png', writer)
 
   def groups(self, config: Config) -> list:
     return [experiment.group(m, L, task_params=memory.memory_params(config),

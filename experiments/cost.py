@@ -92,30 +92,6 @@ PRICE_CLAIM = ('Attention pays an N x N price: from a length of '
                '(2^1.8), nearing fourfold.')
 
 
-def measure(model: str, config: Config, length: int) -> list[dict]:
-  rows = []
-  for pass_name in PASSES:
-    c = costs.counted(model, pass_name, length=length,
-                      batch_size=config.batch_size, d_model=config.d_model,
-                      num_heads=config.num_heads,
-                      num_layers=config.num_layers,
-                      num_filler=config.num_filler,
-                      learning_rate=config.learning_rate)
-    rows.append(dict(
-        model=model, length=length, **{'pass': pass_name}, flops=c['flops'],
-        bytes=c['bytes'], peak_bytes=int(c['memory'].temp_size_in_bytes),
-        wall_s=costs.median_seconds(c['compiled'], c['args'],
-                                    budget_s=TIME_BUDGET_S),
-        depth=c['depth'], compile_s=c['compile_s']))
-  return rows
-
-
-def line(cell, rows) -> str:
-  return (f'{cell.key["model"]:>16s} L={cell.key["length"]:<5d} ' + '  '.join(
-      f'{r["pass"]}: {r["flops"]:.2e} FLOP {r["wall_s"] * 1e3:7.2f} ms '
-      f'{r["peak_bytes"] / 2**20:7.1f} MiB depth {r["depth"]}' for r in rows))
-
-
 def width_lengths(config: Config) -> list[int]:
   """Doublings of L from the shortest --lengths to WIDTH_REACH x the widest
   d_model (or the longest --lengths, if longer)."""
@@ -350,21 +326,6 @@ def claims(out, full, sequential, config, lengths) -> list[Claim]:
   return res
 
 
-def figure(config, summary, rows, context, folder, writer=None):
-  if writer is not None:
-    for r in rows:
-      writer.add_scalar(f'{r["pass"]}_wall_s/{r["model"]}',
-                        float(r['wall_s']), int(r['length']))
-      writer.add_scalar(f'{r["pass"]}_flops/{r["model"]}', float(r['flops']),
-                        int(r['length']))
-      writer.add_scalar(f'{r["pass"]}_depth/{r["model"]}', float(r['depth']),
-                        int(r['length']))
-    for D, p in summary.get('price_at_widths', {}).items():
-      for L, ratio in zip(p['lengths'][1:], p['ratio_per_doubling']):
-        writer.add_scalar(f'price_per_doubling/d_model_{D}', ratio, L)
-  plot(config, summary, rows, folder / FIGURE, writer)
-
-
 def plot(config, summary, rows, path, writer=None):
   plt = record.pyplot()
   widths = summary.get('price_at_widths')
@@ -433,14 +394,27 @@ class Cost(experiment.Cells):
   name, section, figure_file = 'cost', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 
-
   def cell_line(self, cell, rows):
-    return line(cell, rows)
-
+    return (f'{cell.key["model"]:>16s} L={cell.key["length"]:<5d} '
+            + '  '.join(
+                f'{r["pass"]}: {r["flops"]:.2e} FLOP '
+                f'{r["wall_s"] * 1e3:7.2f} ms '
+                f'{r["peak_bytes"] / 2**20:7.1f} MiB depth {r["depth"]}'
+                for r in rows))
 
   def figure(self, config, summary, rows, data, folder, writer):
-    figure(config, summary, rows, data.context, folder, writer)
-
+    if writer is not None:
+      for r in rows:
+        writer.add_scalar(f'{r["pass"]}_wall_s/{r["model"]}',
+                          float(r['wall_s']), int(r['length']))
+        writer.add_scalar(f'{r["pass"]}_flops/{r["model"]}',
+                          float(r['flops']), int(r['length']))
+        writer.add_scalar(f'{r["pass"]}_depth/{r["model"]}',
+                          float(r['depth']), int(r['length']))
+      for D, p in summary.get('price_at_widths', {}).items():
+        for L, ratio in zip(p['lengths'][1:], p['ratio_per_doubling']):
+          writer.add_scalar(f'price_per_doubling/d_model_{D}', ratio, L)
+    plot(config, summary, rows, folder / FIGURE, writer)
 
   def summarize(self, config, rows, data):
     return summarize(config, rows, data.context)
@@ -456,7 +430,23 @@ class Cost(experiment.Cells):
             for m in config.models for L in config.lengths]
 
   def measure_cell(self, cell, config, context) -> list[dict]:
-    return measure(cell.key['model'], config, cell.key['length'])
+    model, length = cell.key['model'], cell.key['length']
+    rows = []
+    for pass_name in PASSES:
+      c = costs.counted(model, pass_name, length=length,
+                        batch_size=config.batch_size, d_model=config.d_model,
+                        num_heads=config.num_heads,
+                        num_layers=config.num_layers,
+                        num_filler=config.num_filler,
+                        learning_rate=config.learning_rate)
+      rows.append(dict(
+          model=model, length=length, **{'pass': pass_name},
+          flops=c['flops'], bytes=c['bytes'],
+          peak_bytes=int(c['memory'].temp_size_in_bytes),
+          wall_s=costs.median_seconds(c['compiled'], c['args'],
+                                      budget_s=TIME_BUDGET_S),
+          depth=c['depth'], compile_s=c['compile_s']))
+    return rows
 
   def after_work(self, config: Config) -> int:
     return len(config.widths) if _full_attention(config) else 0

@@ -344,12 +344,6 @@ def along_one_string(config, model, bridge) -> Claim:
            'power law, so the verdict is the window\'s')
 
 
-def figure(config, summary, rows, kept, folder, writer=None, tables=None):
-  profiles = bridge_profiles((tables or {}).get('bridge.csv', []),
-                             config.bridge_length)
-  plot(config, summary, rows, folder / FIGURE, writer, profiles)
-
-
 def plot(config, summary, rows, path, writer=None, profiles=None):
   plt = record.pyplot()
   models = [m for m in summary['models'] if m in (profiles or {})]
@@ -478,7 +472,9 @@ class Gradient(experiment.Experiment):
     return summarize(config, rows, data.tables)
 
   def figure(self, config, summary, rows, data, folder, writer):
-    figure(config, summary, rows, data.kept, folder, writer, data.tables)
+    profiles = bridge_profiles(data.tables.get('bridge.csv', []),
+                               config.bridge_length)
+    plot(config, summary, rows, folder / FIGURE, writer, profiles)
 
   def groups(self, config: Config) -> list:
     # Its init and trained rows are written together: model and length find

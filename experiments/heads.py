@@ -190,12 +190,6 @@ def claim(model, by_heads) -> Claim:
            f'{SPECIALISE_RATE})')
 
 
-def figure(config, summary, rows, kept, folder, writer=None):
-  maps = {(g.hparams['num_heads'], g.length): kept[g.name]
-          for g in groups(config) if g.name in kept}
-  plot(config, rows, maps, folder / FIGURE, writer)
-
-
 def plot(config, rows, maps, path, writer=None):
   """Per-head maps of seed 0 (the largest head count), and the ablation
   table of every head count."""
@@ -256,7 +250,9 @@ class Heads(experiment.Experiment):
     return summarize(config, rows)
 
   def figure(self, config, summary, rows, data, folder, writer):
-    figure(config, summary, rows, data.kept, folder, writer)
+    maps = {(g.hparams['num_heads'], g.length): data.kept[g.name]
+            for g in groups(config) if g.name in data.kept}
+    plot(config, rows, maps, folder / FIGURE, writer)
 
   def measure(self, group, ensemble, params, config):
     return ensemble.measure(params, head_roles,
@@ -285,10 +281,7 @@ class Heads(experiment.Experiment):
     two = {'per_seed': [dict(separate=False)] * config.seeds}
     return [claim(m, {'2': two}) for m in config.models if 2 in config.heads]
 
-  def keep(self, group, ensemble, params, config):
-    """The maps and masses of seed 0's heads, for the figure."""
-    return ensemble.measure(params, head_roles,
-                            num_examples=config.eval_examples)
+  keep = measure  # the maps and masses of seed 0's heads, for the figure
 
   def rows(self, group, final, config, timing) -> list[dict]:
     num_heads = group.hparams['num_heads']

@@ -21,7 +21,6 @@ weight on the position after the earlier trigger).
 
 import dataclasses
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -347,12 +346,6 @@ def control_claim(model, two, longer, check, config, edge=None) -> Claim:
            "paper's task (a special trigger token)")
 
 
-def figure(config, summary, rows, kept, folder, writer=None):
-  examples = {(g.model, g.hparams['num_layers']): kept[g.name]
-              for g in groups(config) if kept.get(g.name) is not None}
-  plot(config, summary, examples, folder / FIGURE, writer)
-
-
 def plot(config, summary, examples, path, writer=None):
   """Accuracy by model and depth (bars: mean, dots: seeds), and the maps of
   seed 0 in the deepest attention stack."""
@@ -434,7 +427,9 @@ class Induction(experiment.Experiment):
     return summarize(config, rows, data.tables, data.curves)
 
   def figure(self, config, summary, rows, data, folder, writer):
-    figure(config, summary, rows, data.kept, folder, writer)
+    examples = {(g.model, g.hparams['num_layers']): data.kept[g.name]
+                for g in groups(config) if data.kept.get(g.name) is not None}
+    plot(config, summary, examples, folder / FIGURE, writer)
 
   def measure(self, group, ensemble, params, config):
     """The probe on test strings of the training length; for a model that

@@ -372,10 +372,6 @@ def summarize(config: Config, rows, curves=()) -> dict:
   return out
 
 
-def figure(config, summary, rows, kept, folder, writer=None):
-  plot(config, summary, folder / FIGURE, writer)
-
-
 def plot(config, summary, path, writer=None):
   """Zoology's Figure 2 (Arora et al. 2023): query accuracy against the
   width d_model, one panel per (length, pairs) cell, a line per model (its
@@ -455,7 +451,7 @@ class Recall(experiment.Experiment):
     return summarize(config, rows, data.curves)
 
   def figure(self, config, summary, rows, data, folder, writer):
-    figure(config, summary, rows, data.kept, folder, writer)
+    plot(config, summary, folder / FIGURE, writer)
 
   def print_table(self, config, summary) -> None:
     print(f'\nRecall: query accuracy (chance {summary["chance"]:.3f}), '
@@ -489,7 +485,6 @@ class Recall(experiment.Experiment):
     """The runner's memory check at the widest width, plus the logits at every
     position and their gradient (and the flag checks, which must come before
     anything is written)."""
-    from src import config as config_lib
     check(config)
     values = (config.vocab if config.recall_task == 'mqar'
               else tasks_lib.recall_vocab(config.vocab)[0])

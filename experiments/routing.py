@@ -101,7 +101,6 @@ QUICK_TASKS = (('xor', False),)
 BEAM_TASK = 'two_symbol'  # the two-relation task of --exp=heads
 LINK = 0.2  # a head "follows" a target with at least this weight on it
 # (twice the uniform 1/L at L = 10)
-PROBE_EXAMPLES = 512
 
 FAMILY_CANNOT = ('routing: attention alone cannot compute even xor or a '
                  'sum of two symbols (against what routing allows)')
@@ -294,24 +293,6 @@ def null(task: str) -> float:
                                    else SUM_K)
 
 
-def planned_claims(config) -> list:
-  """The claims `claims` makes, on placeholder accuracies of the groups
-  this config trains."""
-  table, masses = {}, {}
-  for g in groups(config):
-    name = label(g.model, g.key['num_heads'], g.key['d_model'], config)
-    table.setdefault(g.key['task'], {})[name] = dict(
-        mean=0.5, seeds=[0.5] * config.seeds, num_params=0,
-        chance=1 / num_classes(g.key['task']))
-    if g.key['task'] == BEAM_TASK:
-      masses[BEAM_TASK] = [dict(seed=s, mass_first=0.5, mass_second=0.5,
-                                accuracy=1.0) for s in range(config.seeds)]
-  names = {g.key['task'] + '|' + label(g.model, g.key['num_heads'],
-                                       g.key['d_model'], config): g
-           for g in groups(config)}
-  return claims(config, table, masses, [], names)
-
-
 def claims(config, table, masses, curves, names) -> list[Claim]:
   out = []
   for function, tagged in tasks_for(config):
@@ -487,20 +468,6 @@ def _one_beam(seeds: list[dict]) -> Claim:
            'does not')
 
 
-# -- the figure ---------------------------------------------------------------------
-
-def figure(config, summary, rows, kept, folder, writer=None):
-  """The xor_fixed maps shown are those of the attention-only model with
-  the fewest heads whose seeds solved it (else the most heads)."""
-  xor = {g.key['num_heads']: kept[g.name] for g in groups(config)
-         if kept.get(g.name) is not None}
-  solved = [h for h in sorted(xor)
-            if np.mean(np.asarray(xor[h]['accuracy'])) >= stats.SOLVED]
-  shown = (solved or sorted(xor))[-1 if not solved else 0] if xor else None
-  routing_figure.plot(config, summary, shown and (shown, xor[shown]),
-                      folder / FIGURE, writer, link=LINK)
-
-
 class Routing(experiment.Experiment):
   """Routing against transforming: attention alone, and the dense block."""
   columns_note = (
@@ -556,7 +523,21 @@ class Routing(experiment.Experiment):
           for r in sorted(seeds, key=lambda r: r['seed'])))
 
   def planned_claims(self, config):
-    return planned_claims(config)
+    """The claims `claims` makes, on placeholder accuracies of the groups
+    this config trains."""
+    table, masses = {}, {}
+    for g in groups(config):
+      name = label(g.model, g.key['num_heads'], g.key['d_model'], config)
+      table.setdefault(g.key['task'], {})[name] = dict(
+          mean=0.5, seeds=[0.5] * config.seeds, num_params=0,
+          chance=1 / num_classes(g.key['task']))
+      if g.key['task'] == BEAM_TASK:
+        masses[BEAM_TASK] = [dict(seed=s, mass_first=0.5, mass_second=0.5,
+                                  accuracy=1.0) for s in range(config.seeds)]
+    names = {g.key['task'] + '|' + label(g.model, g.key['num_heads'],
+                                         g.key['d_model'], config): g
+             for g in groups(config)}
+    return claims(config, table, masses, [], names)
 
   def keep(self, group, ensemble, params, config):
     """Attention-only models' weights by symbol pair on xor_fixed, for the
@@ -570,7 +551,15 @@ class Routing(experiment.Experiment):
     return summarize(config, rows, data.tables, data.curves)
 
   def figure(self, config, summary, rows, data, folder, writer):
-    figure(config, summary, rows, data.kept, folder, writer)
+    """The xor_fixed maps shown are those of the attention-only model with
+    the fewest heads whose seeds solved it (else the most heads)."""
+    xor = {g.key['num_heads']: data.kept[g.name] for g in groups(config)
+           if data.kept.get(g.name) is not None}
+    solved = [h for h in sorted(xor)
+              if np.mean(np.asarray(xor[h]['accuracy'])) >= stats.SOLVED]
+    shown = (solved or sorted(xor))[-1 if not solved else 0] if xor else None
+    routing_figure.plot(config, summary, shown and (shown, xor[shown]),
+                        folder / FIGURE, writer, link=LINK)
 
 
 EXPERIMENT = Routing()

@@ -79,42 +79,6 @@ def time_training(ens, config):
   return (time.perf_counter() - start) / (step - chunk)
 
 
-def line(cell, rows) -> str:
-  row = rows[0]
-  return (f'{row["model"]:>9s} L={row["length"]:<4d} '
-          f'{row["seqs_per_s"]:9.0f} seq/s {row["flops_per_s"]:.2e} FLOP/s '
-          f'({100 * row["peak_fraction"]:.1f}% of matmul)  compile '
-          f'{row["compile_s"]:.1f}s')
-
-
-def summarize(config, rows, context) -> dict:
-  matmul, speedups = context['matmul'], context.get('speedups', {})
-  wall = sum(float(r['wall_s']) for r in rows)
-  compile_s = sum(float(r['compile_s']) for r in rows)
-  return {
-      'matmul_flops_per_s': matmul,
-      'ensemble_speedup': min(speedups.values()) if speedups else None,
-      'ensemble_speedup_by_model': speedups,
-      'ensemble': {'seeds': ENSEMBLE_SEEDS, 'length': ENSEMBLE_LENGTH},
-      'compile_share': compile_s / wall if wall else None,
-      'devices': [str(d) for d in jax.devices()],
-      'groups': [{k: r[k] for k in ('model', 'length', 'seqs_per_s',
-                                    'flops_per_s', 'peak_fraction',
-                                    'scan_iter_us', 'compile_s')}
-                 for r in rows],
-  }
-
-
-def figure(config, summary, rows, context, folder, writer=None):
-  if writer is not None:
-    for r in rows:
-      writer.add_scalar(f'seqs_per_s/{r["model"]}', float(r['seqs_per_s']),
-                        int(r['length']))
-      writer.add_scalar(f'peak_fraction/{r["model"]}',
-                        float(r['peak_fraction']), int(r['length']))
-  plot(config, rows, context['matmul'], folder / FIGURE, writer)
-
-
 def plot(config, rows, matmul, path, writer=None):
   plt = record.pyplot()
   fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -148,17 +112,39 @@ class Throughput(experiment.Cells):
   name, section, figure_file = 'throughput', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
 
-
   def cell_line(self, cell, rows):
-    return line(cell, rows)
-
+    row = rows[0]
+    return (f'{row["model"]:>9s} L={row["length"]:<4d} '
+            f'{row["seqs_per_s"]:9.0f} seq/s {row["flops_per_s"]:.2e} FLOP/s '
+            f'({100 * row["peak_fraction"]:.1f}% of matmul)  compile '
+            f'{row["compile_s"]:.1f}s')
 
   def figure(self, config, summary, rows, data, folder, writer):
-    figure(config, summary, rows, data.context, folder, writer)
-
+    if writer is not None:
+      for r in rows:
+        writer.add_scalar(f'seqs_per_s/{r["model"]}', float(r['seqs_per_s']),
+                          int(r['length']))
+        writer.add_scalar(f'peak_fraction/{r["model"]}',
+                          float(r['peak_fraction']), int(r['length']))
+    plot(config, rows, data.context['matmul'], folder / FIGURE, writer)
 
   def summarize(self, config, rows, data):
-    return summarize(config, rows, data.context)
+    matmul = data.context['matmul']
+    speedups = data.context.get('speedups', {})
+    wall = sum(float(r['wall_s']) for r in rows)
+    compile_s = sum(float(r['compile_s']) for r in rows)
+    return {
+        'matmul_flops_per_s': matmul,
+        'ensemble_speedup': min(speedups.values()) if speedups else None,
+        'ensemble_speedup_by_model': speedups,
+        'ensemble': {'seeds': ENSEMBLE_SEEDS, 'length': ENSEMBLE_LENGTH},
+        'compile_share': compile_s / wall if wall else None,
+        'devices': [str(d) for d in jax.devices()],
+        'groups': [{k: r[k] for k in ('model', 'length', 'seqs_per_s',
+                                      'flops_per_s', 'peak_fraction',
+                                      'scan_iter_us', 'compile_s')}
+                   for r in rows],
+    }
 
   def cells(self, config: Config) -> list:
     return [experiment.Cell(f'{m} L={L}', dict(model=m, length=L))
@@ -182,7 +168,8 @@ class Throughput(experiment.Cells):
         peak_fraction=flops * seeds / per_step / context['matmul'],
         scan_iter_us=1e6 * per_step / (2 * length)  # forward and backward
         if models_lib.get(model).loops_over_positions else '',
-        compile_s=ens.compile_s, wall_s=time.perf_counter() - start)]
+        compile_s=ens.programs.compile_s,
+        wall_s=time.perf_counter() - start)]
 
   def after_work(self, config: Config) -> int:
     return len(config.models)
