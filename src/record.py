@@ -20,6 +20,10 @@ import numpy as np
 
 from src import storage
 
+# The table a run's `finish` printed (no timings), beside its summary: the
+# report quotes it.
+TABLE_FILE = 'table.txt'
+
 
 def write_json(path, obj) -> None:
   """Atomic: a reader never sees half a file."""

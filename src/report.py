@@ -21,7 +21,6 @@ from src import models as models_lib
 from src import power as power_lib
 from src import provenance
 from src import record
-from src import runner
 from src import scorecard as scorecard_lib
 from src import stats
 from src import storage
@@ -79,7 +78,7 @@ def merge_claims(parts, figures=None) -> list[dict]:
   for name, claims in parts:
     figure = f'{name}/{(figures or {}).get(name, "")}'
     for c in claims:
-      text = c['claim'] + runner.claim_setting(c)
+      text = c['claim'] + claim_text.claim_setting(c)
       # The plan's power for this row (`power.plan`), from what its
       # summary records: a row under POWER_WANTED answers nothing.
       # One rate where "cannot" needs a grid: no power to hold it.
@@ -160,7 +159,7 @@ def row_label(c: dict, trained: bool = False) -> str:
   parts = [model, c.get('task') or '',
            f'{c["num_layers"]} layers' if c.get('num_layers') else '',
            f'vs {c["versus"]}' if c.get('versus') else '', trained or '']
-  return ', '.join(x for x in parts if x) + runner.claim_setting(c)
+  return ', '.join(x for x in parts if x) + claim_text.claim_setting(c)
 
 
 def commit_text(git: dict | None) -> str:
@@ -272,7 +271,7 @@ def write(config, run_dir, parts: list[Part], walls: dict,
     for p in here:
       out += [f'**{p.title}** (part `{p.name}`): `{p.command}`', '',
               f'![{p.name}]({p.name}/{p.figure})', '']
-      table = run_dir.path / p.name / runner.TABLE_FILE
+      table = run_dir.path / p.name / record.TABLE_FILE
       if table.exists() and table.read_text().strip():
         out += ['```', table.read_text().rstrip('\n'), '```', '']
     counts = {}

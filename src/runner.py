@@ -330,7 +330,8 @@ def verdicts_by_rate(module, config, rows, data: experiment.Measured) -> dict:
     # As if the run had trained that rate only: its one-rate gates apply.
     alone = dataclasses.replace(config, learning_rates=(rate,))
     summary = module.summarize(alone, at(rows), mine)
-    out[f'{rate:g}'] = [(c['claim'], claim_setting(c), c['verdict'])
+    out[f'{rate:g}'] = [(c['claim'], claim_text.claim_setting(c),
+                         c['verdict'])
                         for c in judged(summary.get('claims', []))]
   return out
 
@@ -349,7 +350,7 @@ def with_rate_verdicts(claims, by_rate) -> list[dict]:
   rate, and the report shows it at each one."""
   out = []
   for c in claims:
-    setting, verdicts = claim_setting(c), {}
+    setting, verdicts = claim_text.claim_setting(c), {}
     for rate, judged in by_rate.items():
       same = [j for j in judged if j[0] == c['claim']]
       if len(same) > 1:
@@ -513,12 +514,10 @@ def finish(module, config, run_dir, rows: list[dict],
           f'({100 * summary["compile_share"]:.0f}%)')
   print_claims(summary)
   if run_dir.is_writer:  # the same lines for the report to quote
-    storage.write_whole(run_dir.path / TABLE_FILE, printed.getvalue())
+    storage.write_whole(run_dir.path / record.TABLE_FILE,
+                        printed.getvalue())
     print(tensorboard_lines(run_dir.path))
   return summary
-
-
-TABLE_FILE = 'table.txt'  # the table `finish` printed (no timings): the report's
 
 
 # TensorBoard's TIME SERIES with no smoothing (its default 0.6 would bend
@@ -552,13 +551,6 @@ def training_time(module, config, rows) -> dict:
   return out
 
 
-def claim_setting(claim: dict) -> str:
-  """The setting a claim was judged at, as text: ' (L=20) (decoys=0.25)'."""
-  return ''.join(f' ({name}={claim[k]})' for k, name in
-                 (('length', 'L'), ('d_model', 'd_model'),
-                  ('decoys', 'decoys')) if k in claim)
-
-
 def claim_line(c: dict) -> str:
   """One printed line of a judged claim: its verdict, its sentence, the
   count that decides it and p (Holm-adjusted where it was tested); the
@@ -573,7 +565,8 @@ def claim_line(c: dict) -> str:
   role = {claims_lib.SIDE: ' [side claim]',
           claims_lib.SANITY: ' [sanity check: not counted]'}.get(
               c.get('role'), '')
-  return (f'- {c["verdict"].upper()}{role}{claim_setting(c)}: {c["claim"]}'
+  return (f'- {c["verdict"].upper()}{role}'
+          f'{claim_text.claim_setting(c)}: {c["claim"]}'
           + (f' ({said})' if said else ''))
 
 
