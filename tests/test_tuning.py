@@ -342,3 +342,30 @@ def test_the_memory_check_counts_every_rate_of_the_grid():
     three = dataclasses.replace(one, learning_rates=(1e-3, 3e-3, 1e-2))
     assert three.members == 3 * one.members == 3 * one.seeds
     assert estimate(three) == 3 * estimate(one)
+
+
+def test_the_edge_gate_decides_no_more_often_than_alpha_under_the_null():
+  """Calibration: gating carries the symbol no further than the plain net
+  (the claim's null: per seed, both critical distances drawn alike, ties
+  included), 8 seeds, a best rate at an end of the grid in half the
+  simulated runs. Either verdict, gated or not, is decided in at most
+  alpha of them; the gate only ever turns a decision into inconclusive."""
+  rng = np.random.default_rng(0)
+  lengths = np.array([10, 20, 50, 100, 200])
+  decided = gated_decided = 0
+  runs = 2000
+  for i in range(runs):
+    x, y = (list(rng.choice(lengths, 8)) for _ in range(2))
+    evidence = dict(x=x, y=y, x_name='g', y_name='p', ceiling=200, digits=0)
+    edge = gates_lib.edge_gate('did not hold', GRID,
+                               1e-3 if i % 2 else 3e-3)
+    plain = claims.judge([claims.Claim('s', claims.COMPARISON, 'f',
+                                       dict(evidence))])[0]
+    gated = claims.judge([claims.Claim('s', claims.COMPARISON, 'f',
+                                       dict(evidence), gates=edge)])[0]
+    decided += plain.verdict != stats.INCONCLUSIVE
+    gated_decided += gated.verdict != stats.INCONCLUSIVE
+    assert gated.verdict in (plain.verdict, stats.INCONCLUSIVE)
+  assert gated_decided <= decided <= stats.ALPHA * runs, (decided,
+                                                          gated_decided)
+  assert 0 < decided and gated_decided < decided  # neither check is empty
