@@ -21,6 +21,7 @@ import numpy as np
 
 from experiments import memory_task as memory
 from src import claims as claims_lib
+from src import evaluation
 from src import experiment
 from src import probes
 from src import record
@@ -473,8 +474,9 @@ class Attention(experiment.Experiment):
   def measure(self, group, ensemble, params, config):
     """Where the last query looks, and what removing position 0 (or a filler
     position, the control) from its weights does to the accuracy."""
-    return ensemble.measure(params, probes.searchlight_with_ablation,
-                            num_examples=config.eval_examples)
+    return evaluation.measure(ensemble, params,
+                              probes.searchlight_with_ablation,
+                              num_examples=config.eval_examples)
 
   def line(self, group, final, config, timing) -> str:
     return (f'{group.model} L={group.length:<4d} pos0 mass A '
@@ -531,9 +533,10 @@ class Attention(experiment.Experiment):
   def keep(self, group, ensemble, params, config):
     """Weights per position and example strings at the end of training, for
     the figure."""
-    final = ensemble.measure(params, probes.searchlight,
-                             num_examples=config.eval_examples)
-    final['examples'] = ensemble.measure(params, examples, num_examples=16)
+    final = evaluation.measure(ensemble, params, probes.searchlight,
+                               num_examples=config.eval_examples)
+    final['examples'] = evaluation.measure(ensemble, params, examples,
+                                           num_examples=16)
     return final
 
 

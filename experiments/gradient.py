@@ -34,6 +34,7 @@ import dataclasses
 
 import numpy as np
 
+from src import evaluation
 from src import models as models_lib
 from src import probes
 from src import record
@@ -492,8 +493,8 @@ class Gradient(experiment.Experiment):
     every position (one compiled program for both)."""
     probe = (probes.margin_profile if group.length == config.bridge_length
              else probes.margin_sensitivity)
-    bridge = lambda params: ensemble.measure(
-        params, probe, stream=streams.PROBE_STREAM,
+    bridge = lambda params: evaluation.measure(
+        ensemble, params, probe, stream=streams.PROBE_STREAM,
         num_examples=PROBE_EXAMPLES)
     init, trained = bridge(ensemble.init()['params']), bridge(params)
     return {'init': init, 'trained': trained, 'accuracy': trained['accuracy']}

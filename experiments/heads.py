@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from src import evaluation
 from src import record
 from src import stats
 from src import claims as claims_lib
@@ -255,8 +256,8 @@ class Heads(experiment.Experiment):
     plot(config, rows, maps, folder / FIGURE, writer)
 
   def measure(self, group, ensemble, params, config):
-    return ensemble.measure(params, head_roles,
-                            num_examples=config.eval_examples)
+    return evaluation.measure(ensemble, params, head_roles,
+                              num_examples=config.eval_examples)
 
   def line(self, group, final, config, timing) -> str:
     num_heads = group.hparams['num_heads']

@@ -26,6 +26,7 @@ import numpy as np
 
 from src import claims as claims_lib
 from src import config as config_lib
+from src import evaluation
 from src import experiment
 from src import gates as gates_lib
 from src import models as models_lib
@@ -435,14 +436,15 @@ class Induction(experiment.Experiment):
     """The probe on test strings of the training length; for a model that
     reads any length, also the accuracy at each of `test_lengths` (fresh
     strings of the same task), as the Mamba paper's Table 2 tests."""
-    final = ensemble.measure(params, probe_for(group.model),
-                             num_examples=config.eval_examples)
+    final = evaluation.measure(ensemble, params, probe_for(group.model),
+                               num_examples=config.eval_examples)
     if models_lib.takes_any_length(group.model,
                                    **ensemble.recipe['model_kwargs']):
       for n in test_lengths(config, group.length):
         longer = tasks_lib.make_task(group.task, n, **group.task_params)
-        final[f'accuracy_at_{n}'] = ensemble.evaluate(
-            params, num_examples=config.eval_examples, task=longer)['accuracy']
+        final[f'accuracy_at_{n}'] = evaluation.evaluate(
+            ensemble, params, num_examples=config.eval_examples,
+            task=longer)['accuracy']
     return final
 
   def line(self, group, final, config, timing) -> str:
@@ -507,8 +509,8 @@ class Induction(experiment.Experiment):
     """Seed 0's maps of one string, for the figure (attention stacks)."""
     if not models_lib.get(group.model).has_attention:
       return None
-    return ensemble.measure(params, head_scores,
-                            num_examples=config.eval_examples)
+    return evaluation.measure(ensemble, params, head_scores,
+                              num_examples=config.eval_examples)
 
 
 EXPERIMENT = Induction()

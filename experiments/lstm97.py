@@ -47,6 +47,7 @@ import numpy as np
 
 from src import claims as claims_lib
 from src import config as config_lib
+from src import evaluation
 from src import experiment
 from src import models as models_lib
 from src import record
@@ -179,8 +180,8 @@ class LSTM97(experiment.Experiment):
             for m in config.models for L in config.lengths]
 
   def measure(self, group, ensemble, params, config):
-    return ensemble.measure(params, criterion,
-                            num_examples=config.eval_examples)
+    return evaluation.measure(ensemble, params, criterion,
+                              num_examples=config.eval_examples)
 
   def rows(self, group, final, config, timing):
     return [dict(model=group.model, length=group.length, seed=s,

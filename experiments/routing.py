@@ -46,6 +46,7 @@ from experiments import routing_figure
 from experiments import memory_task as memory
 from src import claims as claims_lib
 from src import config as config_lib
+from src import evaluation
 from src import experiment
 from src import gates as gates_lib
 from src import models as models_lib
@@ -485,8 +486,8 @@ class Routing(experiment.Experiment):
     return groups(config)
 
   def measure(self, group, ensemble, params, config):
-    return ensemble.measure(params, probe_for(group),
-                            num_examples=config.eval_examples)
+    return evaluation.measure(ensemble, params, probe_for(group),
+                              num_examples=config.eval_examples)
 
   def rows(self, group, final, config, timing) -> dict:
     k = group.key

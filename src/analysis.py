@@ -29,6 +29,7 @@ import pandas as pd
 from flax import nnx
 
 from src import checkpoint as checkpoint_lib
+from src import evaluation
 from src import models as models_lib
 from src import probes
 from src import rundir
@@ -146,8 +147,8 @@ class Seed:
   def evaluate(self, num_examples: int | None = None) -> dict:
     """{'accuracy', 'loss'} on the run's own test strings, by the ensemble's
     compiled evaluation: what results.csv holds, bit for bit."""
-    out = self.ensemble.evaluate(self.state['params'],
-                                 num_examples=self._num_examples(num_examples))
+    out = evaluation.evaluate(self.ensemble, self.state['params'],
+                              num_examples=self._num_examples(num_examples))
     return {k: float(v[self.seed]) for k, v in out.items()}
 
   def eval_strings(self, num_examples: int | None = None):

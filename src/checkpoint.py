@@ -218,7 +218,25 @@ def restore(ensemble, checkpoints):
   if state is None:
     return 0, None
   # Restored leaves may land on one device: place them on the seed axis.
-  return step, ensemble.members.place(ensemble.repad(state))
+  return step, ensemble.members.place(repad(ensemble, state))
+
+
+def repad(ensemble, state):
+  """A restored state with `ensemble`'s seed axis: the real seeds come
+  first and are kept; padding seeds are cut, or drawn afresh (their results
+  are dropped anyway: seed i's run depends only on (seed, i))."""
+  n = jax.tree.leaves(state)[0].shape[0]
+  padded = ensemble.members.padded
+  if n == padded:
+    return state
+  host = jax.tree.map(
+      lambda x: np.asarray(x if x.is_fully_addressable
+                           else x.addressable_data(0)), state)
+  if n > padded:
+    return jax.tree.map(lambda x: x[:padded], host)
+  fresh = [ensemble.init_one(key) for key in ensemble.init_keys[n:]]
+  return jax.tree.map(lambda x, *f: np.concatenate([x, np.stack(f)]),
+                      host, *fresh)
 
 
 def resume_or_init(ensemble, checkpoints=None):

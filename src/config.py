@@ -364,9 +364,9 @@ def estimate_bytes(config: Config) -> int:
   for its backward pass, or the forward pass of an evaluation chunk,
   whichever is larger (float32). Each model's registry entry says what it
   keeps per string."""
-  from src import train as train_lib  # deferred: it imports jax
+  from src import evaluation  # deferred: it imports jax
   strings = max(2 * config.batch_size,
-                train_lib.eval_chunk(config.eval_examples))
+                evaluation.eval_chunk(config.eval_examples))
   worst = 0
   for model in config.models:
     activations = models_lib.get(model).activations

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from src import claims as claims_lib
+from src import evaluation
 from src import models as models_lib
 from src import power as power_lib
 from src import tasks as tasks_lib
@@ -270,7 +270,8 @@ class Experiment(abc.ABC):
   def measure(self, group, ensemble, params, config) -> dict:
     """Per-seed measurements of a trained group: 'accuracy' its test
     accuracy (per seed, or per seed and class)."""
-    return ensemble.evaluate(params, num_examples=config.eval_examples)
+    return evaluation.evaluate(ensemble, params,
+                               num_examples=config.eval_examples)
 
   def on_chunk(self, group, config, step, probe, writer) -> dict | None:
     """After every chunk, the probe's per-seed values: {tag: per-seed

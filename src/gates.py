@@ -17,8 +17,6 @@ A gate that is not passed leaves its direction inconclusive, with the reason
 as `measured` says it (`claims.Claim.gates`).
 """
 
-import math
-
 import numpy as np
 
 from src import stats

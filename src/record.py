@@ -11,7 +11,6 @@ and a file that grows (results.csv, event files) is rewritten whole there.
 import csv
 import io
 import json
-import math
 import os
 import sys
 import time

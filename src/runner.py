@@ -5,16 +5,16 @@ In one loop (`train_and_evaluate`), read top to bottom, and in this order:
 skips what is finished (a group whose rows are in results.csv is never
 redone), builds each ensemble from the group's recipe (the one
 `analysis.load_seed` rebuilds from), resumes from its checkpoint, trains
-in chunks (`Ensemble.train_chunk`, which scans `train.train_step`) while
-logging (`src/tblog.py`: TensorBoard, curves.csv, progress) and
-checkpointing between them, measures and times, writes every probe value
-into one long table (measurements.csv: the probe at step 0
-where the experiment asks, every chunk, the end), drops the padding seeds,
-logs per-seed values and seed means, closes the group's TensorBoard metrics
-before its rows (a group with rows is never redone, so its metrics must be
-there first), writes the rows, shows progress, then summarizes, publishes
-(summary.json, the figures, the config in TensorBoard), and prints the
-table and the claims.
+in chunks (`Ensemble.train_chunk`, which scans `train.train_step`; then
+`evaluation.after_chunk`, the test curve) while logging (`src/tblog.py`:
+TensorBoard, curves.csv, progress) and checkpointing between them,
+measures and times, writes every probe value into one long table
+(measurements.csv: the probe at step 0 where the experiment asks, every
+chunk, the end), drops the padding seeds, logs per-seed values and seed
+means, closes the group's TensorBoard metrics before its rows (a group
+with rows is never redone, so its metrics must be there first), writes the
+rows, shows progress, then summarizes, publishes (summary.json, the
+figures, the config in TensorBoard), and prints the table and the claims.
 """
 
 import concurrent.futures
@@ -30,6 +30,7 @@ from src import checkpoint as checkpoint_lib
 from src import claim_text
 from src import claims as claims_lib
 from src import distributed
+from src import evaluation
 from src import experiment
 from src import record
 from src import rundir
@@ -111,6 +112,9 @@ def train_and_evaluate(module, config, run_dir, *, stop=None,
           for num_steps in train_lib.chunks(step, budget, config.chunk_steps):
             state, metrics = ensemble.train_chunk(state, step, num_steps)
             step += num_steps
+            # The test curve's point; with an early stop, who stops.
+            state, metrics = evaluation.after_chunk(ensemble, state, metrics,
+                                                    step)
             for done in pending:
               _log_chunk(module, config, g, ensemble, glog, measurements,
                          *done)
@@ -143,8 +147,8 @@ def train_and_evaluate(module, config, run_dir, *, stop=None,
         final = module.measure(g, ensemble, params, config)
         validation = None
         if len(rates) > 1:
-          validation = ensemble.evaluate(
-              params, stream=streams.VALIDATION_STREAM,
+          validation = evaluation.evaluate(
+              ensemble, params, stream=streams.VALIDATION_STREAM,
               num_examples=config.eval_examples)['accuracy']
         selected = 0 if validation is None else select_rate(validation, S)
         wall_s = train_s + time.perf_counter() - start
@@ -208,9 +212,9 @@ def _probe_at_start(module, g, ensemble, measurements) -> None:
   """The probe before training, where the experiment asks (once)."""
   if module.probe_at_start and g.probe is not None and not any(
       r['group'] == g.name and r['step'] == '0' for r in measurements.rows):
-    at_start = ensemble.measure(
-        ensemble.init()['params'], g.probe, stream=streams.PROBE_STREAM,
-        num_examples=g.probe_examples)
+    at_start = evaluation.measure(
+        ensemble, ensemble.init()['params'], g.probe,
+        stream=streams.PROBE_STREAM, num_examples=g.probe_examples)
     measurements.append(measurement_rows(g, ensemble.learning_rates, 0,
                                          at_start))
 
@@ -300,8 +304,9 @@ class _CompileAhead:
     for budget in budgets:
       sizes.update(train_lib.chunks(start, budget, self.config.chunk_steps))
       start = budget
-    self._pool.submit(ensemble.compile_ahead, sorted(sizes),
-                      self.eval_examples)
+    self._pool.submit(lambda: (
+        ensemble.compile_ahead(sorted(sizes)),
+        evaluation.compile_ahead(ensemble, self.eval_examples)))
 
   def take(self, group):
     """`group`'s ensemble, which `prepare` built."""

@@ -26,12 +26,12 @@ from src import members as members_lib
 from src import models as models_lib
 from src import optimizers
 from src import programs as programs_lib
+from src import scoring
 from src import streams
 from src import tasks as tasks_lib
 
-
 # Fresh test strings at the end of every chunk: the test curve, drawn and
-# tested on the device (`Ensemble._test_program`).
+# tested on the device (`evaluation.after_chunk`).
 CURVE_EXAMPLES = 256
 
 
@@ -82,31 +82,6 @@ def training_strings(task: tasks_lib.Task, data_key, step_index,
   return tokens[:, 0], labels[:, 0]
 
 
-def cross_entropy(logits_BxC, labels_B):
-  """Mean loss and accuracy: one label per string (labels_B, logits_BxC), or
-  one per position (labels_BxL, logits_BxLxC) with -1 where the task asks
-  nothing, averaged over the positions asked (multi-query recall)."""
-  if labels_B.ndim == 1:
-    loss = optax.softmax_cross_entropy_with_integer_labels(logits_BxC,
-                                                           labels_B)
-    accuracy = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
-    return loss.mean(), accuracy.mean()
-  asked = (labels_B >= 0).astype(jnp.float32)
-  loss = optax.softmax_cross_entropy_with_integer_labels(
-      logits_BxC, jnp.maximum(labels_B, 0))
-  correct = (jnp.argmax(logits_BxC, -1) == labels_B).astype(jnp.float32)
-  count = jnp.maximum(asked.sum(), 1.0)
-  return (loss * asked).sum() / count, (correct * asked).sum() / count
-
-
-def logits_for(model, tokens_BxL, labels_B, **kwargs):
-  """The model's logits where the labels are: the last position, or every
-  position when the task labels positions (labels_BxL)."""
-  if labels_B.ndim == 2:
-    kwargs['per_position'] = True
-  return model(tokens_BxL, **kwargs)[0]
-
-
 def train_step(graphdef, tx, task: tasks_lib.Task, batch_size: int, carry,
                step_index, *, data_key, train_strings: int = 0,
                stopped=None):
@@ -120,9 +95,9 @@ def train_step(graphdef, tx, task: tasks_lib.Task, batch_size: int, carry,
                                           batch_size, train_strings)
 
   def loss_fn(params):
-    logits = logits_for(nnx.merge(graphdef, params), tokens_BxL, labels_B,
-                        weights=False)
-    return cross_entropy(logits, labels_B)
+    logits = scoring.logits_for(nnx.merge(graphdef, params), tokens_BxL,
+                                labels_B, weights=False)
+    return scoring.cross_entropy(logits, labels_B)
 
   (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
   updates, new_opt_state = tx.update(grads, opt_state, params)
@@ -139,10 +114,13 @@ def train_step(graphdef, tx, task: tasks_lib.Task, batch_size: int, carry,
 
 
 class Ensemble:
-  """Compiled programs for one group: init, train a chunk, evaluate.
+  """One group's members (`src/members.py`) and its compiled training:
+  init, train a chunk.
 
   `model_fn(rngs)` builds one seed's NNX model. Params are split from the
-  graph once; the hot loop runs plain `jax.jit` over the stacked state.
+  graph once; the hot loop runs plain `jax.jit` over the stacked state. Its
+  tests on fresh strings (the curve, the final test) are
+  `src/evaluation.py`'s.
   """
 
   def __init__(self, model_fn: Callable[[nnx.Rngs], nnx.Module],
@@ -150,7 +128,7 @@ class Ensemble:
                *, num_seeds: int, seed: int, batch_size: int,
                learning_rates, mesh: jax.sharding.Mesh | None = None,
                probe: Callable | None = None, probe_examples: int = 512,
-               curve_examples: int | None = None,
+               curve_examples: int = CURVE_EXAMPLES,
                eval_examples: int | None = None,
                min_local_seeds: int = members_lib.MIN_LOCAL_SEEDS,
                optimizer: dict | None = None, train_strings: int = 0,
@@ -163,17 +141,10 @@ class Ensemble:
     self.optimizer, self.train_strings = optimizer, train_strings
     self.early_stop = early_stop
     # Test accuracy on `curve_examples` fresh strings at the end of every
-    # chunk: the test curve (0: none).
-    self.curve_examples = (CURVE_EXAMPLES if curve_examples is None
-                           else curve_examples)
-    # The strings the test program draws (`_test_program`): the final
-    # test's `eval_examples`, whose first chunks the curve evaluates too
-    # (the first n strings of a draw are the n strings a smaller draw gives),
-    # so one program compiles for both; else the curve's own.
-    chunk = eval_examples and eval_chunk(eval_examples)
-    self.test_examples = (
-        eval_examples if chunk and self.curve_examples % chunk == 0
-        and self.curve_examples <= eval_examples else self.curve_examples)
+    # chunk: the test curve (0: none), and the final test's strings
+    # (`evaluation.test_examples`).
+    self.curve_examples = curve_examples
+    self.eval_examples = eval_examples
     # probe(model, tokens, labels) -> pytree, measured on a fixed batch at the
     # end of every chunk, inside the compiled program.
     self.probe, self.probe_examples = probe, probe_examples
@@ -188,11 +159,10 @@ class Ensemble:
     # Its state: the same at any rate.
     self.tx = optimizers.make(optimizer, self.learning_rates[0])
     self.model_fn = model_fn
-    init_keys, data_keys = seed_keys(seed, self.members.padded,
-                                     self.members.seed_index)
-    self._init_keys = init_keys
+    self.init_keys, data_keys = seed_keys(seed, self.members.padded,
+                                          self.members.seed_index)
     # Raw key data on the seed axis; programs wrap it back into typed keys.
-    self._data_keys = self.members.place(jax.random.key_data(data_keys))
+    self.data_keys = self.members.place(jax.random.key_data(data_keys))
     self._rates = self.members.place(self.members.rates())
     self.programs = programs_lib.Programs()
 
@@ -204,18 +174,40 @@ class Ensemble:
   def learning_rates(self) -> tuple[float, ...]:
     return self.members.learning_rates
 
-  # -- programs ---------------------------------------------------------------
-
   def model(self, params) -> nnx.Module:
     return nnx.merge(self.graphdef, params)
 
-  def _init_one(self, key):
+  def init_one(self, key):
+    """One member's state, from its initialisation key."""
     params = nnx.state(self.model_fn(rngs=nnx.Rngs(key)))
     state = {'params': params, 'opt_state': self.tx.init(params),
              'diverged': jnp.zeros((), bool)}
     if self.early_stop:
       state['stopped'] = jnp.zeros((), bool)
     return state
+
+  def init(self):
+    """Flax's initialisers, one seed at a time, op by op: each op compiles
+    once per shape and is reused by every later group, where compiling the
+    whole vmapped init would cost seconds per group."""
+    seeds = [self.init_one(key) for key in self.init_keys]
+    return self.members.place(jax.tree.map(lambda *x: jnp.stack(x), *seeds))
+
+  def abstract_state(self, num_seeds: int | None = None):
+    """Shapes and shardings of the state, for compiling ahead and restoring
+    checkpoints. A checkpoint saved with another seed-axis size (by a run
+    on another number of devices: the padding differs) is restored whole on
+    every device, for `checkpoint.repad`."""
+    num_seeds = num_seeds or self.members.padded
+    shapes = jax.eval_shape(jax.vmap(self.init_one),
+                            jnp.stack([self.init_keys[0]] * num_seeds))
+    sharding = (self.members.sharding if num_seeds == self.members.padded
+                else NamedSharding(self.members.mesh, P()))
+    return jax.tree.map(
+        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding),
+        shapes)
+
+  # -- the training program ----------------------------------------------------
 
   def _train_chunk(self, state, data_keys_S, rates_S, start_step, num_steps):
     def one_seed(seed_state, data_key, rate):
@@ -231,9 +223,9 @@ class Ensemble:
           step, carry, steps_T)
       metrics = {'loss': loss_T, 'accuracy': acc_T}
       if self.probe is not None:
-        metrics['probe'] = self._measure_one(
-            params, data_key, self.probe, streams.PROBE_STREAM,
-            self.probe_examples)
+        metrics['probe'] = scoring.on_strings(
+            self.model(params), self.task, data_key, self.probe,
+            streams.PROBE_STREAM, self.probe_examples)
       out = {'params': params, 'opt_state': opt_state, 'diverged': diverged}
       if 'stopped' in seed_state:
         out['stopped'] = seed_state['stopped']
@@ -242,19 +234,7 @@ class Ensemble:
     return jax.vmap(one_seed)(state, jax.random.wrap_key_data(data_keys_S),
                               rates_S)
 
-  def _measure_one(self, params, data_key, fn, stream, num_examples,
-                   task=None):
-    tokens_BxL, labels_B = (task or self.task).sample(
-        streams.stream_key(data_key, stream), num_examples)
-    return fn(self.model(params), tokens_BxL, labels_B)
-
-  @staticmethod
-  def _loss_and_accuracy(model, tokens_BxL, labels_B):
-    logits = logits_for(model, tokens_BxL, labels_B, weights=False)
-    loss, acc = cross_entropy(logits, labels_B)
-    return {'loss': loss, 'accuracy': acc}
-
-  def _per_device(self, fn, num_seed_args):
+  def per_device(self, fn, num_seed_args):
     """Runs `fn` on each device's own block of seeds (`shard_map`): the
     program a device runs is the single-device program, not a partitioned
     one, so results do not depend on how many devices share the seeds."""
@@ -266,152 +246,30 @@ class Ensemble:
                            check_vma=False)(*args)
     return wrapped
 
-  def _train_program(self, num_steps):
-    return self._per_device(
-        functools.partial(self._train_chunk, num_steps=num_steps), 3)
+  def _train_program(self, num_steps, state, ahead=False):
+    return self.programs.get(
+        ('train', num_steps),
+        self.per_device(functools.partial(self._train_chunk,
+                                          num_steps=num_steps), 3),
+        *self.members.per_slice(state, self.data_keys, self._rates),
+        np.int32(0), donate=(0,), ahead=ahead)
 
-  def _measure_program(self, fn, stream, num_examples, task):
-    run = lambda params, keys: jax.vmap(
-        lambda p, k: self._measure_one(p, k, fn, stream, num_examples,
-                                       task))(
-            params, jax.random.wrap_key_data(keys))
-    return (('measure', fn, stream, num_examples,
-             task and (task.name, task.length)), self._per_device(run, 2))
-
-  def _test_program(self, num_examples, task):
-    """Loss and accuracy on the first `chunks` chunks (`eval_chunk`
-    strings each) of `num_examples` fresh strings, every member: of stream
-    `stream`, or where `curve`, the test curve's at `step`. They are
-    arguments: one program serves the test curve, the final test and the
-    validation strings."""
-    def one(params, data_key, stream, step, curve, chunks):
-      key = jax.random.wrap_key_data(jnp.where(
-          curve, jax.random.key_data(streams.curve_key(data_key, step)),
-          jax.random.key_data(streams.stream_key(data_key, stream))))
-      tokens_BxL, labels_B = (task or self.task).sample(key, num_examples)
-      return _chunked_loss_and_accuracy(self.model(params), tokens_BxL,
-                                        labels_B, chunks)
-
-    def run(params, keys, *scalars):
-      return jax.vmap(one, in_axes=(0, 0) + (None,) * len(scalars))(
-          params, jax.random.wrap_key_data(keys), *scalars)
-    return (('test', num_examples, task and (task.name, task.length)),
-            self._per_device(run, 2))
-
-  def _test(self, params, num_examples, *, task=None,
-            stream=streams.EVAL_STREAM, curve_step=None, chunks=None,
-            ahead=False):
-    """Runs (or, `ahead`, only compiles) the test program of
-    `num_examples` strings (`_test_program`) on `stream`, or on the test
-    curve's strings at `curve_step`; every chunk by default."""
-    scalars = (np.int32(stream), np.int32(curve_step or 0),
-               np.bool_(curve_step is not None),
-               np.int32(chunks or num_examples // eval_chunk(num_examples)))
-    compiled = self.programs.get(
-        *self._test_program(num_examples, task),
-        *self.members.per_slice(params, self._data_keys), *scalars,
-        ahead=ahead)
-    return None if ahead else self.members.by_slice(
-        lambda p, k: compiled(p, k, *scalars), params, self._data_keys)
-
-  def compile_ahead(self, chunk_sizes=(), eval_examples=None) -> None:
-    """Compiles the programs this group's training (chunks of each of
-    `chunk_sizes` steps, and its test curve) and `evaluate(num_examples=
-    eval_examples)` will ask for, from the state's shapes alone: the runner
-    calls it in a thread for the next group while this one trains. A
-    program that fails to compile here is compiled (and fails) again when
-    it is asked for."""
+  def compile_ahead(self, chunk_sizes=()) -> None:
+    """Compiles the training programs for chunks of each of `chunk_sizes`
+    steps from the state's shapes alone: the runner calls it in a thread
+    for the next group while this one trains. A program that fails to
+    compile here is compiled (and fails) again when it is asked for."""
     state = self.abstract_state()
     for n in chunk_sizes:
-      self.programs.get(('train', n), self._train_program(n),
-                        *self.members.per_slice(state, self._data_keys,
-                                                self._rates),
-                        np.int32(0), donate=(0,), ahead=True)
-    for n in {self.test_examples if self.curve_examples else None,
-              eval_examples} - {None, 0}:
-      self._test(state['params'], n, ahead=True)
-
-  # -- public API -------------------------------------------------------------
-
-  def init(self):
-    """Flax's initialisers, one seed at a time, op by op: each op compiles
-    once per shape and is reused by every later group, where compiling the
-    whole vmapped init would cost seconds per group."""
-    seeds = [self._init_one(key) for key in self._init_keys]
-    return self.members.place(jax.tree.map(lambda *x: jnp.stack(x), *seeds))
-
-  def abstract_state(self, num_seeds: int | None = None):
-    """Shapes and shardings of the state, for restoring checkpoints. A
-    checkpoint saved with another seed-axis size (by a run on another
-    number of devices: the padding differs) is restored whole on every
-    device, for `repad`."""
-    num_seeds = num_seeds or self.members.padded
-    shapes = jax.eval_shape(jax.vmap(self._init_one),
-                            jnp.stack([self._init_keys[0]] * num_seeds))
-    sharding = (self.members.sharding if num_seeds == self.members.padded
-                else NamedSharding(self.members.mesh, P()))
-    return jax.tree.map(
-        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding),
-        shapes)
-
-  def repad(self, state):
-    """A restored state with this run's seed axis: the real seeds come first
-    and are kept; padding seeds are cut, or drawn afresh (their results are
-    dropped anyway: seed i's run depends only on (seed, i))."""
-    n = jax.tree.leaves(state)[0].shape[0]
-    if n == self.members.padded:
-      return state
-    host = jax.tree.map(
-        lambda x: np.asarray(x if x.is_fully_addressable
-                             else x.addressable_data(0)), state)
-    if n > self.members.padded:
-      return jax.tree.map(lambda x: x[:self.members.padded], host)
-    fresh = [self._init_one(key) for key in self._init_keys[n:]]
-    return jax.tree.map(lambda x, *f: np.concatenate([x, np.stack(f)]),
-                        host, *fresh)
+      self._train_program(n, state, ahead=True)
 
   def train_chunk(self, state, start_step: int, num_steps: int):
-    """Trains every member for `num_steps` steps; returns (state,
-    metrics_SxT), with the test curve's point (`test_accuracy`, per member)
-    at the chunk's end."""
-    keys, rates = self._data_keys, self._rates
+    """Trains every member for `num_steps` steps from `start_step`; returns
+    (state, metrics_SxT)."""
+    fn = self._train_program(num_steps, state)
     start = np.int32(start_step)
-    fn = self.programs.get(('train', num_steps),
-                           self._train_program(num_steps),
-                           *self.members.per_slice(state, keys, rates), start,
-                           donate=(0,))
-    state, metrics = self.members.by_slice(lambda *a: fn(*a, start), state,
-                                           keys, rates)
-    if self.curve_examples:
-      chunks = self.curve_examples // eval_chunk(self.test_examples)
-      metrics['test_accuracy'] = self._test(
-          state['params'], self.test_examples,
-          curve_step=start_step + num_steps, chunks=chunks)['accuracy']
-      if self.early_stop:  # the members at the threshold stop here
-        reached = jnp.asarray(metrics['test_accuracy']) >= self.early_stop
-        state = {**state, 'stopped': state['stopped'] | jax.device_put(
-            reached, state['stopped'].sharding)}
-    return state, metrics
-
-  def measure(self, params, fn, *, stream=streams.EVAL_STREAM,
-              num_examples: int = 2048, task=None) -> dict:
-    """fn(model, tokens, labels) on fresh strings of `stream`, every seed;
-    the result is on the host without the padding seeds. `task`: strings of
-    another task than the group's (e.g. longer ones), for a model whose
-    parameters do not depend on the length."""
-    keys = self._data_keys
-    compiled = self.programs.get(
-        *self._measure_program(fn, stream, num_examples, task),
-        *self.members.per_slice(params, keys))
-    return self.members.unpad(self.members.by_slice(compiled, params, keys))
-
-  def evaluate(self, params, *, stream=streams.EVAL_STREAM,
-               num_examples: int = 2048, task=None) -> dict[str, np.ndarray]:
-    """Per-seed loss and accuracy on fresh strings training never sees,
-    EVAL_CHUNK strings at a time (a model's forward pass over all of them
-    at once can need gigabytes: Mamba's scan states)."""
-    return self.members.unpad(self._test(params, num_examples, task=task,
-                                 stream=stream))
+    return self.members.by_slice(lambda *a: fn(*a, start), state,
+                                 self.data_keys, self._rates)
 
 
 def build(recipe: dict, **kwargs) -> Ensemble:
@@ -436,37 +294,3 @@ def chunks(start_step: int, steps: int, chunk_steps: int) -> list[int]:
   """The steps of each chunk that trains from `start_step` to `steps`."""
   return [min(chunk_steps, steps - step)
           for step in range(start_step, steps, chunk_steps)]
-
-
-EVAL_CHUNK = 256  # test strings per forward pass in `evaluate`
-
-
-def eval_chunk(num_examples: int) -> int:
-  """Strings per forward pass of a test on `num_examples`: the largest
-  divisor up to EVAL_CHUNK."""
-  return max(c for c in range(1, min(num_examples, EVAL_CHUNK) + 1)
-             if num_examples % c == 0)
-
-
-def _chunked_loss_and_accuracy(model, tokens_BxL, labels_B, chunks=None):
-  """Mean loss and accuracy over the first `chunks` (default: all) equal
-  chunks of the strings, of `eval_chunk` strings each: the mean of the
-  chunks' means is the mean (the accuracy exactly, the loss up to float
-  rounding; with labels per position, when every string asks as many, as
-  multi-query recall's do). `chunks` may be traced: one program for any."""
-  B = tokens_BxL.shape[0]
-  chunk = eval_chunk(B)
-  M = B // chunk
-  tokens_MxCxL = tokens_BxL.reshape(M, chunk, -1)
-  labels_MxC = labels_B.reshape(M, chunk, *labels_B.shape[1:])
-
-  def one(i, out_M):
-    result = Ensemble._loss_and_accuracy(model, tokens_MxCxL[i],
-                                         labels_MxC[i])
-    return jax.tree.map(lambda o, r: o.at[i].set(r), out_M, result)
-
-  zeros = {'loss': jnp.zeros(M), 'accuracy': jnp.zeros(M)}
-  chunks = M if chunks is None else chunks
-  # Chunks not run stay 0: the sum over all M is the sum over those run.
-  per_chunk = jax.lax.fori_loop(0, chunks, one, zeros)
-  return jax.tree.map(lambda x: x.sum(0) / chunks, per_chunk)

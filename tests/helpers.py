@@ -224,10 +224,11 @@ def fit(ens, state, start: int, *, steps: int, chunk_steps: int,
   """Trains `ens` from `start` to `steps` in the chunks the runner's loop
   trains, with no run folder (no checkpoints, no logs); returns the final
   state. `on_chunk(step, metrics)` sees each chunk's metrics."""
-  from src import train
+  from src import evaluation, train
   for num_steps in train.chunks(start, steps, chunk_steps):
     state, metrics = ens.train_chunk(state, start, num_steps)
     start += num_steps
+    state, metrics = evaluation.after_chunk(ens, state, metrics, start)
     if on_chunk is not None:
       on_chunk(start, metrics)
   return state

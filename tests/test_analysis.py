@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from src import analysis
+from src import evaluation
 from src import probes
-from src import train as train_lib
+from src import scoring
 from tests import helpers
 
 # 20 steps, not 40: at 40 every seed solves the task and a reproduced
@@ -98,7 +99,7 @@ def test_every_seed_reproduces_its_row(distance):
     assert tokens.shape == (64, row.length)
     logits = seed.logits(tokens)
     assert (logits.argmax(-1) == labels).mean() == row.accuracy
-    loss, _ = train_lib.cross_entropy(logits, labels)
+    loss, _ = scoring.cross_entropy(logits, labels)
     # Not vmapped nor compiled as one program: equal to a float's rounding.
     np.testing.assert_allclose(float(loss), row.loss, rtol=1e-5)
     np.testing.assert_allclose(seed.margin(tokens),
@@ -143,8 +144,8 @@ def test_searchlight_is_what_the_experiment_logged(attention):
     mine = probes.searchlight(seed.model, tokens, labels)
     np.testing.assert_allclose(mine['pos0_mass'], rows.pos0_mass[['A', 'B']],
                                rtol=1e-5)
-    logged = seed.ensemble.measure(seed.state['params'], probes.searchlight,
-                                   num_examples=64)
+    logged = evaluation.measure(seed.ensemble, seed.state['params'],
+                                probes.searchlight, num_examples=64)
     assert logged['pos0_mass'][s].tolist() == rows.pos0_mass[
         ['A', 'B']].tolist()
     assert logged['accuracy'][s].tolist() == rows.accuracy[['A', 'B']].tolist()

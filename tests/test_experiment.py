@@ -14,7 +14,7 @@ from tests.helpers import ROOT, assert_figure, read_csv, scalars, run_script
 # seed. Everything else is the runner's.
 TOY = '''
 import numpy as np
-from src import claims, experiment, probes, record
+from src import claims, evaluation, experiment, probes, record
 from src.claims import Claim
 from src.config import Config
 
@@ -34,7 +34,8 @@ class Toy(experiment.Experiment):
     return {'toy/pos0_mass': probe['pos0_mass'].mean(axis=1)}
 
   def measure(self, group, ensemble, params, config):
-    return ensemble.measure(params, probes.searchlight, num_examples=64)
+    return evaluation.measure(ensemble, params, probes.searchlight,
+                              num_examples=64)
 
   def rows(self, group, final, config, timing):
     return [dict(model=group.model, length=group.length, seed=s,

@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from experiments import distance
-from src import claim_text, claims as claims_lib, record, stats, tblog
+from src import claim_text, record, stats, tblog
 from tests import tensorboard_server as tb
 from tests.helpers import ROOT, read_csv, run_py
 

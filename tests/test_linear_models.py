@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from src import models, tasks, train
+from src import evaluation, models, tasks, train
 from src.models import linear_attention, mamba
 from src.models import lru as lru_lib
 from tests.helpers import fit
@@ -362,5 +362,5 @@ def test_learns_the_memory_task(name):
   ens = train.Ensemble(model_fn, task, num_seeds=2, seed=0, batch_size=32,
                        learning_rates=3e-3)
   state = fit(ens, ens.init(), 0, steps=200, chunk_steps=200)
-  test = ens.evaluate(state['params'], num_examples=1024)
+  test = evaluation.evaluate(ens, state['params'], num_examples=1024)
   assert (test['accuracy'] >= 0.9).all(), test

@@ -3,13 +3,13 @@ schedule, plain gradient descent, a fixed training set reshuffled every
 epoch, a seed that stops early, and a head tied to the embeddings."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 from flax import nnx
 
 from src import models, optimizers, streams, tasks, train
+from tests.helpers import fit
 
 
 def params_and_grads(seed=0):
@@ -82,12 +82,11 @@ def test_a_seed_stops_at_the_threshold_and_the_others_go_on():
       task, num_seeds=2, seed=0, batch_size=16, learning_rates=[1e-2, 1e-9],
       curve_examples=256, early_stop=0.9)
   state = ensemble.init()
-  for start in range(0, 400, 100):
-    state, metrics = ensemble.train_chunk(state, start, 100)
+  state = fit(ensemble, state, 0, steps=400, chunk_steps=100)
   stopped = np.asarray(state['stopped'])[:4]
   np.testing.assert_array_equal(stopped, [True, True, False, False])
   frozen = jax.tree.map(lambda x: np.asarray(x)[:2], state['params'])
-  state, _ = ensemble.train_chunk(state, 400, 100)
+  state = fit(ensemble, state, 400, steps=500, chunk_steps=100)
   for a, b in zip(jax.tree.leaves(frozen), jax.tree.leaves(
       jax.tree.map(lambda x: np.asarray(x)[:2], state['params']))):
     np.testing.assert_array_equal(a, b)

@@ -11,8 +11,7 @@ import pytest
 from flax import nnx
 
 from experiments import recall
-from src import models, runner, tasks
-from src import train as train_lib
+from src import models, runner, scoring, tasks
 from src.config import ConfigError
 from tests.helpers import assert_figure, run_ok
 
@@ -85,7 +84,7 @@ def test_per_position_loss_counts_only_the_queries():
   logits = np.random.default_rng(0).normal(size=(3, 5, 4)).astype(np.float32)
   labels = np.array([[-1, 2, -1, 0, -1], [1, -1, -1, -1, 3],
                      [-1, -1, 0, -1, -1]])
-  loss, acc = jax.jit(train_lib.cross_entropy)(logits, labels)
+  loss, acc = jax.jit(scoring.cross_entropy)(logits, labels)
   asked = labels >= 0
   lg, lb = logits[asked], labels[asked]
   shifted = lg - lg.max(-1, keepdims=True)
@@ -100,8 +99,8 @@ def test_logits_for_reads_every_position_for_position_labels():
   def both(tokens):  # built inside one program: eager init is slow
     model = models.make_model('attention', vocab_size=9, length=6, d_model=8,
                               num_classes=4, rngs=nnx.Rngs(0))
-    return (train_lib.logits_for(model, tokens, jnp.zeros((2, 6), jnp.int32)),
-            train_lib.logits_for(model, tokens, jnp.zeros((2,), jnp.int32)))
+    return (scoring.logits_for(model, tokens, jnp.zeros((2, 6), jnp.int32)),
+            scoring.logits_for(model, tokens, jnp.zeros((2,), jnp.int32)))
   every, last = both(jnp.arange(12).reshape(2, 6) % 9)
   assert every.shape == (2, 6, 4) and last.shape == (2, 4)
   np.testing.assert_allclose(every[:, -1], last, atol=1e-6)

@@ -153,7 +153,8 @@ def test_decoys_put_a_and_b_in_the_filler_and_change_nothing_else():
 def test_a_draws_first_strings_are_a_smaller_draws(name, length, params):
   """Each string is a hash of the key and its own index, so the first n
   strings of a draw of 4n are the draw of n: the test curve evaluates the
-  first chunk of the final test's program's draw (`train._test_program`)."""
+  first chunk of the final test's program's draw
+  (`evaluation._test_program`)."""
   task = tasks.make_task(name, length, **params)
   key = jax.random.key(5)
   small, large = task.sample(key, 64), task.sample(key, 256)

@@ -3,7 +3,7 @@ import functools
 import jax
 import numpy as np
 
-from src import checkpoint, models, optimizers, tasks, train
+from src import checkpoint, evaluation, models, optimizers, tasks, train
 from src import programs as programs_lib
 from tests.helpers import fit
 
@@ -22,14 +22,14 @@ def test_attention_learns_length_20():
   ens = ensemble()
   _, state = checkpoint.resume_or_init(ens)
   state = fit(ens, state, 0, steps=300, chunk_steps=100)
-  test = ens.evaluate(state['params'], num_examples=1024)
+  test = evaluation.evaluate(ens, state['params'], num_examples=1024)
   assert test['accuracy'].shape == (2,)
   assert (test['accuracy'] >= 0.99).all(), test
 
 
 def test_chance_before_training():
   ens = ensemble(model='lstm')
-  test = ens.evaluate(ens.init()['params'], num_examples=1024)
+  test = evaluation.evaluate(ens, ens.init()['params'], num_examples=1024)
   assert (np.abs(test['accuracy'] - 0.5) < 0.1).all(), test
 
 
@@ -45,21 +45,23 @@ def test_seed_runs_do_not_depend_on_ensemble_size():
 
 
 def test_programs_compiled_ahead_are_the_ones_training_runs():
-  """`compile_ahead` (the runner's thread, while another group trains)
-  compiles from the state's shapes the very programs `fit` and `evaluate`
-  then run: nothing compiles again, and the run is the same bit for bit."""
+  """`compile_ahead` and `evaluation.compile_ahead` (the runner's thread,
+  while another group trains) compile from the state's shapes the very
+  programs `fit` and `evaluate` then run: nothing compiles again, and the
+  run is the same bit for bit."""
   runs = []
   for ahead in (False, True):
     ens = ensemble(model='rnn', length=6)
     if ahead:
-      ens.compile_ahead(train.chunks(0, 25, 10), eval_examples=64)
-      programs = {name: f.result() for name, f in ens.programs._compiled.items()}
+      ens.compile_ahead(train.chunks(0, 25, 10))
+      evaluation.compile_ahead(ens, eval_examples=64)
+      programs = {n: f.result() for n, f in ens.programs._compiled.items()}
       # The test curve's program (256 strings) and the final test's (64).
       assert {name[:2] for name in programs} == {
           ('train', 10), ('train', 5), ('test', 256), ('test', 64)}
     state = fit(ens, ens.init(), 0, steps=25, chunk_steps=10)
-    runs.append((ens.members.unpad(state), ens.evaluate(state['params'],
-                                                num_examples=64)))
+    runs.append((ens.members.unpad(state),
+                 evaluation.evaluate(ens, state['params'], num_examples=64)))
     if ahead:
       assert {name: f.result() for name, f in ens.programs._compiled.items()} == (
           programs)
@@ -77,7 +79,8 @@ def test_the_curve_is_the_same_from_the_final_tests_program():
                          tasks.memory_task(6, 8), num_seeds=2, seed=0,
                          batch_size=32, learning_rates=3e-3,
                          eval_examples=eval_examples)
-    assert ens.test_examples == (eval_examples or train.CURVE_EXAMPLES)
+    assert evaluation.test_examples(ens) == (eval_examples
+                                             or train.CURVE_EXAMPLES)
     curve = []
     fit(ens, ens.init(), 0, steps=20, chunk_steps=10,
               on_chunk=lambda step, m: curve.append(
@@ -123,7 +126,7 @@ def test_divergence_is_flagged_not_fatal():
   ens = ensemble(model='rnn', length=6, learning_rate=1e38)
   state = fit(ens, ens.init(), 0, steps=30, chunk_steps=10)
   assert ens.members.unpad(state['diverged']).all()
-  test = ens.evaluate(state['params'], num_examples=64)
+  test = evaluation.evaluate(ens, state['params'], num_examples=64)
   assert test['accuracy'].shape == (2,)  # measured, whatever it is
 
 
@@ -154,7 +157,7 @@ def test_train_step_is_a_plain_function_the_ensemble_scans():
   seed0 = jax.tree.map(lambda x: np.asarray(x)[0], state)
   step = functools.partial(
       train.train_step, ens.graphdef, ens.tx, ens.task, ens.batch_size,
-      data_key=jax.random.wrap_key_data(np.asarray(ens._data_keys)[0]))
+      data_key=jax.random.wrap_key_data(np.asarray(ens.data_keys)[0]))
   carry = (seed0['params'], seed0['opt_state'], seed0['diverged'])
   (params, _, diverged), (loss_T, _) = jax.lax.scan(
       step, carry, jax.numpy.arange(30))
@@ -187,7 +190,8 @@ def test_a_group_trained_in_slices_of_members_is_the_same():
                         on_chunk=lambda step, m: logged.append(
                             ens.members.unpad(m)))
       runs.append((ens.members.slices, ens.members.unpad(state['params']), logged,
-                   ens.evaluate(state['params'], num_examples=64)))
+                   evaluation.evaluate(ens, state['params'],
+                                       num_examples=64)))
     (one, *whole), (several, *sliced) = runs
     assert one == 1 and several == 3
     whole[2], sliced[2] = dict(whole[2]), dict(sliced[2])
