@@ -1,10 +1,9 @@
 """The searchlight: where does the last position's query look?
 
-Command: `python run.py --exp=attention` (a minute or two on a laptop CPU).
-Trains the single-head, one-layer attention model on the memory task at
-L=20, eight seeds, 600 Adam steps of 32 strings. Every 20 steps it measures
-the last query's weights on a fixed probe batch, per first symbol; at the end,
-on 2,048 fresh strings.
+Command: `python run.py --exp=attention`. Trains the one-layer attention
+model on the memory task at L=20 (seeds, steps and models: DEFAULTS below).
+After every chunk it measures the last query's weights on a fixed probe
+batch, per first symbol; at the end, on fresh test strings.
 
 Expect: the beam forms on position 0 within the first hundred steps (scroll
 the TensorBoard image slider), and the filler gets almost nothing. The
@@ -117,14 +116,13 @@ def rows_for(group, final, steps, wall_s) -> list[dict]:
   """results.csv rows of one group from `probes.searchlight`'s per-seed,
   per-class measurements (class axis: label 0 is A, label 1 is B)."""
   num_seeds = np.asarray(final['pos0_mass']).shape[0]
-  ablation = lambda key, s, c: (final[key][s, c] if key in final else '')
   return [dict(model=group.model, length=group.length, seed=s,
                first_symbol=CLASSES[c], pos0_mass=final['pos0_mass'][s, c],
                entropy=final['entropy'][s, c],
                accuracy=final['accuracy'][s, c], steps=steps, wall_s=wall_s,
-               accuracy_without_pos0=ablation('without_pos0', s, c),
-               accuracy_without_filler=ablation('without_filler', s, c),
-               accuracy_pos0_capped=ablation('pos0_capped', s, c))
+               accuracy_without_pos0=final['without_pos0'][s, c],
+               accuracy_without_filler=final['without_filler'][s, c],
+               accuracy_pos0_capped=final['pos0_capped'][s, c])
           for s in range(num_seeds) for c in range(len(CLASSES))]
 
 
@@ -238,7 +236,7 @@ def summarize_group(rows) -> dict:
                        else 'A' if gap > 0 else 'B')
   ablation = _ablation(rows, seeds)
   for p in per_seed:
-    p.update(ablation.get(p['seed'], {}))
+    p.update(ablation[p['seed']])
   counts = {k: sum(p['dispersed'] == k for p in per_seed)
             for k in ('A', 'B', 'both', 'neither')}
   more = {k: sum(p['more_dispersed'] == k for p in per_seed)
@@ -247,18 +245,14 @@ def summarize_group(rows) -> dict:
               more_dispersed_counts=more,
               asymmetric_counts={k: sum(p['asymmetric'] == k
                                         for p in per_seed)
-                                 for k in ('A', 'B', 'neither')},
-              ablated=bool(ablation))
+                                 for k in ('A', 'B', 'neither')})
 
 
 def _ablation(rows, seeds) -> dict:
   """Per seed, the accuracy (mean over the classes) intact, without
   position 0 and without a filler position; whether the seed uses the beam;
   and its default class, the one still answered right without position 0
-  (the class inferred from the beam finding nothing). {} for rows of a run
-  made before the ablation."""
-  if any(r.get('accuracy_without_pos0', '') == '' for r in rows):
-    return {}
+  (the class inferred from the beam finding nothing)."""
   out = {}
   for s in seeds:
     mine = {r['first_symbol']: r for r in rows if int(r['seed']) == s}
@@ -267,11 +261,9 @@ def _ablation(rows, seeds) -> dict:
     kept = [c for c in CLASSES if stats.solved(without[c])]
     intact, no_pos0 = mean('accuracy'), mean('accuracy_without_pos0')
     no_filler = mean('accuracy_without_filler')
-    capped = (mean('accuracy_pos0_capped')
-              if mine['A'].get('accuracy_pos0_capped', '') != '' else None)
     out[s] = dict(accuracy=intact, accuracy_without_pos0=no_pos0,
                   accuracy_without_filler=no_filler,
-                  accuracy_pos0_capped=capped,
+                  accuracy_pos0_capped=mean('accuracy_pos0_capped'),
                   default_class=kept[0] if len(kept) == 1 else None,
                   uses_beam=bool(stats.solved(intact)
                                  and no_pos0 <= CHANCE_BAND
@@ -286,7 +278,7 @@ def group_claims(model, length, entry) -> list[Claim]:
   every = entry['per_seed']
   seeds = [p for p in every if stats.solved(p['accuracy'])]
   setting = dict(model=model, length=length)
-  out = _claims(model, seeds, setting, entry['ablated'])
+  out = _claims(model, seeds, setting)
   solving = (f'judged on the {len(seeds)} of {len(every)} seeds that solved '
              f'the task (test accuracy >= {stats.SOLVED}; every seed\'s '
              'values are in summary.json\'s models)')
@@ -300,7 +292,7 @@ def group_claims(model, length, entry) -> list[Claim]:
   return out
 
 
-def _claims(model, seeds, setting, ablated) -> list[Claim]:
+def _claims(model, seeds, setting) -> list[Claim]:
   """The searchlight's claims on per-seed entries `seeds`."""
   beamed = [max(p['pos0_mass_A'], p['pos0_mass_B']) for p in seeds]
   out = [Claim(
@@ -339,38 +331,37 @@ def _claims(model, seeds, setting, ablated) -> list[Claim]:
       setting, note=f'per seed, either direction, against {ENTROPY_GAP} '
                     'nats (fixed before the run): nothing in the task or '
                     'the initialisation tells A from B'))
-  if ablated:  # a sanity check: one layer reads the label only there
-    out.append(Claim(
-        f'Without position 0 the answer is lost: the model ({model}) reads '
-        'the first symbol from position 0 and from nowhere else (removing '
-        'one filler position instead leaves it solved).',
-        claims_lib.RELIABILITY, ABLATION_FAMILY,
-        dict(successes=[p['uses_beam'] for p in seeds], rate=0.5,
-             values=[p['accuracy_without_pos0'] for p in seeds],
-             what=f'accuracy without position 0 at or below {CHANCE_BAND} '
-                  f'and without a filler position at >= {stats.SOLVED} '
-                  '(accuracy without position 0 below)'),
-        setting, note='position 0 removed from the read-out query\'s weights '
-                      '(renormalised over the rest). In a one-layer model '
-                      'only position 0 carries the label, so this shows '
-                      'where the answer comes from, not that a concentrated '
-                      'beam is needed: the capped beam asks that. A '
-                      'sanity check, shown and not counted: it cannot fail '
-                      'in a model that solves the task',
-        role=claims_lib.SANITY))
-    capped = [p['accuracy_pos0_capped'] for p in seeds]
-    if all(c is not None for c in capped):
-      out.append(Claim(
-          f'The beam on position 0 is what the model ({model}) uses: dimmed '
-          'to a uniform look (its weight capped at 1/L), the answer is lost.',
-          claims_lib.THRESHOLD, BEAM_FAMILY,
-          dict(values=capped, threshold=CHANCE_BAND, above=False,
-               what='accuracy with position 0\'s weight capped at 1/L (the '
-                    'rest handed to the other positions)'),
-          setting, note=f'against {CHANCE_BAND} (chance is 0.5): a model '
-                        'whose answer survives a beam dimmed to a uniform '
-                        'look does not need the beam; one that loses it '
-                        'does'))
+  # A sanity check: one layer reads the label only there.
+  out.append(Claim(
+      f'Without position 0 the answer is lost: the model ({model}) reads '
+      'the first symbol from position 0 and from nowhere else (removing '
+      'one filler position instead leaves it solved).',
+      claims_lib.RELIABILITY, ABLATION_FAMILY,
+      dict(successes=[p['uses_beam'] for p in seeds], rate=0.5,
+           values=[p['accuracy_without_pos0'] for p in seeds],
+           what=f'accuracy without position 0 at or below {CHANCE_BAND} '
+                f'and without a filler position at >= {stats.SOLVED} '
+                '(accuracy without position 0 below)'),
+      setting, note='position 0 removed from the read-out query\'s weights '
+                    '(renormalised over the rest). In a one-layer model '
+                    'only position 0 carries the label, so this shows '
+                    'where the answer comes from, not that a concentrated '
+                    'beam is needed: the capped beam asks that. A '
+                    'sanity check, shown and not counted: it cannot fail '
+                    'in a model that solves the task',
+      role=claims_lib.SANITY))
+  capped = [p['accuracy_pos0_capped'] for p in seeds]
+  out.append(Claim(
+      f'The beam on position 0 is what the model ({model}) uses: dimmed '
+      'to a uniform look (its weight capped at 1/L), the answer is lost.',
+      claims_lib.THRESHOLD, BEAM_FAMILY,
+      dict(values=capped, threshold=CHANCE_BAND, above=False,
+           what='accuracy with position 0\'s weight capped at 1/L (the '
+                'rest handed to the other positions)'),
+      setting, note=f'against {CHANCE_BAND} (chance is 0.5): a model '
+                    'whose answer survives a beam dimmed to a uniform '
+                    'look does not need the beam; one that loses it '
+                    'does'))
   return out
 
 
@@ -449,7 +440,7 @@ class Attention(experiment.Experiment):
       'accuracy,accuracy_without_pos0,accuracy_without_filler,'
       'accuracy_pos0_capped,default_class,uses_beam}], '
       'dispersed_counts, more_dispersed_counts, asymmetric_counts, '
-      'ablated`, `claims`')
+      '`claims`')
   name, section, figure_file = 'attention', SECTION, FIGURE
   defaults, quick, columns, tags = DEFAULTS, QUICK, COLUMNS, TAGS
   final_test, keeps = False, True

@@ -1,6 +1,6 @@
 """Many looks: do several heads divide the labour without being told?
 
-Command: `python run.py --exp=heads` (a minute or two on a laptop CPU).
+Command: `python run.py --exp=heads`.
 
 The task needs two relations at once. Position 0 holds A or B; one C or D
 sits at a random position in the filler; the answer is the pair (4 classes).
@@ -11,8 +11,8 @@ so one head serves both only by splitting its weight between them and
 receiving a blend of both values. Nothing in the loss says which head should
 do what.
 
-Trains the one-layer attention model with 1, 2 and 4 heads at equal d_model
-(32), L=16, eight seeds, 800 Adam steps of 32 strings. Per head, on a probe
+Trains the one-layer attention model with 1, 2 and 4 heads at equal d_model,
+L=16 (seeds and steps: DEFAULTS below). Per head, on a probe
 batch: the last query's weight on position 0 (mass_first) and on the second
 symbol (mass_second), and the accuracy on each half of the answer with that
 head's output zeroed. Expect: with two heads, the relations split onto

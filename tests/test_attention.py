@@ -64,6 +64,9 @@ def test_rows_label_the_classes_by_their_first_symbol():
   tokens, labels = tasks.memory_batch(jax.random.key(0), 256, 10, 8)
   final = probes.searchlight(LooksAtFirstOnlyForA(), tokens, labels)
   final = jax.tree.map(lambda x: np.stack([np.asarray(x)] * 2), final)
+  # The ablation's accuracies of a model that reads position 0 only.
+  final.update(without_pos0=np.full((2, 2), 0.5),
+               without_filler=np.ones((2, 2)), pos0_capped=np.full((2, 2), 0.5))
   group = attention.experiment.group('attention', 10)
   rows = attention.rows_for(group, final, steps=5, wall_s=1.0)
   mass = {(r['seed'], r['first_symbol']): float(r['pos0_mass']) for r in rows}
@@ -77,8 +80,8 @@ def test_rows_label_the_classes_by_their_first_symbol():
                                          for r in rows])
   entry = summary['models']['attention']['10']
   assert [p['dispersed'] for p in entry['per_seed']] == ['B', 'B']
-  # No ablation in these rows (a run made before it): three claims.
-  a_claim, b_claim, either = runner.judged(summary['claims'])
+  a_claim, b_claim, either, ablation, capped = runner.judged(
+      summary['claims'])
   # Both seeds hold each claim, which 2 seeds cannot make significant.
   two = stats.underpowered(2)
   assert 'above 0.9 in 2 of 2' in a_claim['measured']
@@ -88,6 +91,8 @@ def test_rows_label_the_classes_by_their_first_symbol():
   # Either direction: B's look is ln 10 nats wider than A's in both seeds.
   assert either['verdict'] == two and 'above 0.5 in 2 of 2' in \
       either['measured']
+  assert [p['uses_beam'] for p in entry['per_seed']] == [True, True]
+  assert capped['verdict'] == two and ablation['role'] == 'sanity'
 
 
 def test_the_searchlight_is_judged_on_the_seeds_that_solve():
@@ -96,7 +101,10 @@ def test_the_searchlight_is_judged_on_the_seeds_that_solve():
   rows = lambda acc: [dict(model='attention', length='10', seed=str(s),
                            first_symbol=c, pos0_mass='0.99' if c == 'A'
                            else '0.2', entropy='0.05' if c == 'A' else '1.5',
-                           accuracy=str(acc[s]), steps='5', wall_s='1')
+                           accuracy=str(acc[s]), steps='5', wall_s='1',
+                           accuracy_without_pos0='0.5',
+                           accuracy_without_filler='1.0',
+                           accuracy_pos0_capped='0.5')
                       for s in range(2) for c in 'AB']
   config = dataclasses.replace(attention.DEFAULTS, models=('attention',),
                                lengths=(10,), seeds=2)
@@ -138,7 +146,8 @@ def test_a_removed_key_renormalises_the_read_out_weights(name):
     ((0.7, 0.6), (1.0, 1.0), False, None)])  # 0.65 > CHANCE_BAND
 def test_uses_the_beam_rule(without_pos0, without_filler, uses, default):
   rows = [dict(seed='0', first_symbol=c, accuracy='1.0',
-               accuracy_without_pos0=str(a), accuracy_without_filler=str(f))
+               accuracy_without_pos0=str(a), accuracy_without_filler=str(f),
+               accuracy_pos0_capped='0.5')
           for c, a, f in zip(attention.CLASSES, without_pos0, without_filler)]
   out = attention._ablation(rows, [0])[0]
   assert out['uses_beam'] is uses and out['default_class'] == default
