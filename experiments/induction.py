@@ -30,6 +30,7 @@ from src import evaluation
 from src import experiment
 from src import gates as gates_lib
 from src import models as models_lib
+from src import probes
 from src import record
 from src import stats
 from src import tasks as tasks_lib
@@ -110,11 +111,6 @@ def head_scores(model, tokens_BxL, labels_B):
           'example_after_trigger': after_trigger_B[0]}
 
 
-def accuracy_only(model, tokens_BxL, labels_B):
-  logits, _ = model(tokens_BxL)
-  return {'accuracy': (jnp.argmax(logits, -1) == labels_B).mean()}
-
-
 def accuracy_key(model: str, depth: int) -> str:
   """How a group is named in the summary: `attention_2layer`, `lstm`."""
   return (f'{model}_{depth}layer' if models_lib.get(model).layered
@@ -132,7 +128,7 @@ def groups(config: Config) -> list:
 
 
 def probe_for(model: str):
-  return head_scores if models_lib.get(model).has_attention else accuracy_only
+  return head_scores if models_lib.get(model).has_attention else probes.accuracy
 
 # TensorBoard's descriptions of the tags on_chunk logs.
 TAGS = {

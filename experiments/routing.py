@@ -50,6 +50,7 @@ from src import evaluation
 from src import experiment
 from src import gates as gates_lib
 from src import models as models_lib
+from src import probes
 from src import record
 from src import stats
 from src import tasks as tasks_lib
@@ -162,14 +163,9 @@ def symbol_masses(task: str, k: int):
   return fn
 
 
-def accuracy_only(model, tokens_BxL, labels_B):
-  logits, _ = model(tokens_BxL)
-  return {'accuracy': (jnp.argmax(logits, -1) == labels_B).mean()}
-
-
 def probe_for(group):
   if not models_lib.get(group.model).has_attention:
-    return accuracy_only
+    return probes.accuracy
   return symbol_masses(group.key['task'], group.task_params.get('k', 2))
 
 

@@ -19,6 +19,12 @@ def last_query_attention(model, tokens_BxL):
   return logits_BxC, aux['attention'][-1][:, :, -1, :]
 
 
+def accuracy(model, tokens_BxL, labels_B):
+  """The accuracy alone, for a model with no weights to probe."""
+  logits, _ = model(tokens_BxL)
+  return {'accuracy': (jnp.argmax(logits, -1) == labels_B).mean()}
+
+
 def class_mean(x_B, mask_B):
   """Mean of x over the strings where mask holds (0 if none); x may have
   trailing axes."""
