@@ -153,7 +153,7 @@ class Seed:
 
   def eval_strings(self, num_examples: int | None = None):
     """(tokens_BxL, labels_B): the test strings the run scored this seed on
-    (its data key's evaluation stream, as `Ensemble.measure` draws them)."""
+    (its data key's evaluation stream, as `evaluation.measure` draws them)."""
     _, data_keys = train_lib.seed_keys(self.run.groups[self.group]['seed'],
                                        self.seed + 1)
     key = streams.stream_key(data_keys[self.seed], streams.EVAL_STREAM)

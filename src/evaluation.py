@@ -40,12 +40,6 @@ def test_examples(ensemble) -> int:
   return curve
 
 
-def loss_and_accuracy(model, tokens_BxL, labels_B) -> dict:
-  logits = scoring.logits_for(model, tokens_BxL, labels_B, weights=False)
-  loss, acc = scoring.cross_entropy(logits, labels_B)
-  return {'loss': loss, 'accuracy': acc}
-
-
 def chunked_loss_and_accuracy(model, tokens_BxL, labels_B, chunks=None):
   """Mean loss and accuracy over the first `chunks` (default: all) equal
   chunks of the strings, of `eval_chunk` strings each: the mean of the
@@ -59,7 +53,8 @@ def chunked_loss_and_accuracy(model, tokens_BxL, labels_B, chunks=None):
   labels_MxC = labels_B.reshape(M, chunk, *labels_B.shape[1:])
 
   def one(i, out_M):
-    result = loss_and_accuracy(model, tokens_MxCxL[i], labels_MxC[i])
+    result = scoring.loss_and_accuracy(model, tokens_MxCxL[i],
+                                       labels_MxC[i])
     return jax.tree.map(lambda o, r: o.at[i].set(r), out_M, result)
 
   zeros = {'loss': jnp.zeros(M), 'accuracy': jnp.zeros(M)}

@@ -2,7 +2,8 @@
 rate-major (member r * S + s is seed s at rate r), padded so that every
 device holds as many, sharded over the devices of every process, and run
 in slices where a group's members do not fit a device at once. Host-side
-layout only: the programs themselves are `src/train.py`'s.
+layout only: the programs themselves are `src/train.py`'s (training) and
+`src/evaluation.py`'s (tests).
 """
 
 from typing import Any, Callable

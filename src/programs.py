@@ -2,8 +2,8 @@
 of time in another thread, and the seconds it took counted.
 
 The runner compiles the next group's programs in a thread while this group
-trains (`Ensemble.compile_ahead`); a program that thread is still compiling
-is waited for, never compiled twice.
+trains (`Ensemble.compile_ahead`, `evaluation.compile_ahead`); a program
+that thread is still compiling is waited for, never compiled twice.
 """
 
 import concurrent.futures

@@ -35,6 +35,14 @@ def logits_for(model, tokens_BxL, labels_B, **kwargs):
   return model(tokens_BxL, **kwargs)[0]
 
 
+def loss_and_accuracy(model, tokens_BxL, labels_B) -> dict:
+  """{'loss', 'accuracy'} of `model` on the strings, as a test reports
+  them."""
+  logits = logits_for(model, tokens_BxL, labels_B, weights=False)
+  loss, acc = cross_entropy(logits, labels_B)
+  return {'loss': loss, 'accuracy': acc}
+
+
 def on_strings(model, task, data_key, fn, stream: int, num_examples: int):
   """fn(model, tokens, labels) on `num_examples` strings of `task` drawn
   from stream `stream` of `data_key`: a probe inside the training chunk, an

@@ -137,7 +137,8 @@ class Ensemble:
     # The optimiser (None: Adam, constant rate), a fixed training set of
     # `train_strings` strings (0: fresh strings every step), and the test
     # accuracy at which a member stops training (0: never), checked on the
-    # test curve's strings at the end of every chunk.
+    # test curve's strings at the end of every chunk (`evaluation.after_chunk`
+    # sets the member's `stopped`; `train_step` then keeps its parameters).
     self.optimizer, self.train_strings = optimizer, train_strings
     self.early_stop = early_stop
     # Test accuracy on `curve_examples` fresh strings at the end of every

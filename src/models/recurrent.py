@@ -90,7 +90,7 @@ class RecurrentClassifier(nnx.Module):
 
   def hidden_states(self, x_BxLxD):
     """Returns the hidden state after every step, h_LxBxD."""
-    return self._scan(x_BxLxD, keep_carry=False)
+    return self._scan(x_BxLxD, 'h')
 
   @property
   def has_cell_state(self) -> bool:
@@ -101,9 +101,14 @@ class RecurrentClassifier(nnx.Module):
     """The LSTM's cell state after every step, c_LxBxD (analysis only)."""
     if self.kind != 'lstm':
       raise ValueError(f'a {self.kind} has no cell state apart from h')
-    return self._scan(x_BxLxD, keep_carry=True)[0]
+    return self._scan(x_BxLxD, 'carry')[0]
 
-  def _scan(self, x_BxLxD, keep_carry):
+  def _scan(self, x_BxLxD, keep: str):
+    """The cell run over the positions, keeping every step's h ('h':
+    h_LxBxD), every step's carry ('carry'), or the last h only ('last':
+    h_BxD, a scan with no per-step output, whose backward pass then adds
+    no zero cotangents for outputs nothing reads: the same numbers, less
+    work)."""
     B, _, D = x_BxLxD.shape
     xi_LxBxG = jnp.swapaxes(self.cell.dense_i(x_BxLxD), 0, 1)
     w_hh = self.cell.dense_h.kernel[...]
@@ -113,15 +118,17 @@ class RecurrentClassifier(nnx.Module):
     carry = (h0, h0) if self.kind == 'lstm' else h0
     def step(carry, xi):
       carry, h = _cell_step(self.cell, self.kind, w_hh, b_hh, carry, xi)
-      return carry, (carry if keep_carry else h)
-    _, out_L = jax.lax.scan(step, carry, xi_LxBxG, unroll=self.unroll)
+      return carry, {'h': h, 'carry': carry, 'last': None}[keep]
+    last, out_L = jax.lax.scan(step, carry, xi_LxBxG, unroll=self.unroll)
+    if keep == 'last':
+      return last[1] if self.kind == 'lstm' else last
     return out_L
 
   def classify(self, x_BxLxD, *, per_position=False, **unused):
-    h_LxBxD = self.hidden_states(x_BxLxD)
     if per_position:
+      h_LxBxD = self.hidden_states(x_BxLxD)
       return self.classifier(jnp.swapaxes(h_LxBxD, 0, 1)), {}
-    return self.classifier(h_LxBxD[-1]), {}
+    return self.classifier(self._scan(x_BxLxD, 'last')), {}
 
   def __call__(self, tokens_BxL, **kwargs):
     return self.classify(self.embed(tokens_BxL), **kwargs)
