@@ -1,7 +1,7 @@
 """The README's "Extending it", done as it says in a copy of the tree: a
 new experiment (the README's Entropy, saved as experiments/entropy.py and
-named in EXPERIMENTS) and a new recurrent variant (the IRNN: one registry
-entry, a `functools.partial` of a Flax cell and an init, in
+named in EXPERIMENTS) and a new recurrent variant (the IRNN: one
+`cell_spec` entry, a `functools.partial` of a Flax cell and an init, in
 src/models/__init__.py), then `python docs/sync_readme.py`; both run end to
 end, and the copy's own docs tests pass (its REFERENCE rows written from
 the registry and the experiments' classes). No other file changes."""
@@ -21,13 +21,10 @@ def _identity_recurrence(cell, length, key):
   cell.dense_i.bias[...] = 0 * cell.dense_i.bias[...]
 
 
-register(ModelSpec(
-    'irnn', PLAIN, cell_model(functools.partial(RNN, activation_fn=jax.nn.relu),
-                              _identity_recurrence),
-    init='Le et al. 2015: identity recurrence, ReLU', init_name='identity',
-    about='an Elman RNN with ReLU', color='#123456', architecture='rnn',
-    activations=footprint.recurrent_activations(1), loops_over_positions=True,
-    form=_SCAN, state_floats=footprint.hidden_state))
+register(cell_spec(
+    'irnn', PLAIN, functools.partial(RNN, activation_fn=jax.nn.relu),
+    _identity_recurrence, init='Le et al. 2015: identity recurrence, ReLU',
+    init_name='identity', about='an Elman RNN with ReLU', color='#123456'))
 '''
 
 

@@ -193,11 +193,9 @@ def test_a_model_registered_in_one_place_runs_distance_end_to_end(tmp_path):
           init='Flax default', color='#abcdef', architecture='mean_embed',
           activations=lambda L, D, H, layers: 2 * L * D))
       from tests.test_models import IRNN, identity_recurrence
-      models.register(models.ModelSpec(  # a variant: a cell and an init
-          'irnn', models.PLAIN, models.cell_model(IRNN, identity_recurrence),
-          init='Le et al. 2015: identity recurrence', color='#123456',
-          architecture='irnn', loops_over_positions=True,
-          activations=lambda L, D, H, layers: 6 * L * D))
+      models.register(models.cell_spec(  # a variant: a cell and an init
+          'irnn', models.PLAIN, IRNN, identity_recurrence,
+          init='Le et al. 2015: identity recurrence', color='#123456'))
       import run
       app.run(run.main)
   '''))

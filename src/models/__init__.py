@@ -223,6 +223,31 @@ def cell_model(cell, init=None):
   return build
 
 
+# What a recurrent model keeps per string for its backward pass and carries
+# from position to position, by its kind of cell (`recurrent.cell_kind`).
+_CELL_FOOTPRINT = {
+    'lstm': (footprint.recurrent_activations(4), footprint.lstm_state),
+    'gru': (footprint.recurrent_activations(3), footprint.hidden_state),
+    'rnn': (footprint.recurrent_activations(1), footprint.hidden_state),
+}
+
+
+def cell_spec(name: str, family: Family, cell, init_fn=None, *, build=None,
+              **fields) -> ModelSpec:
+  """The registry entry of a recurrent model, `cell` (a Flax cell class or a
+  `functools.partial` of one) initialised by `init_fn(cell, length, key)`.
+  What follows from its kind of cell is filled in: its architecture, what a
+  training step keeps and the state it carries, its scan over positions.
+  `build`: another factory of that model (chrono's); `fields`: the rest of
+  its ModelSpec (init, color, about, ...)."""
+  kind = recurrent_lib.cell_kind(cell)
+  activations, state_floats = _CELL_FOOTPRINT[kind]
+  return ModelSpec(name, family, build or cell_model(cell, init_fn), **{
+      'architecture': kind, 'activations': activations,
+      'state_floats': state_floats, 'loops_over_positions': True,
+      'form': _SCAN, **fields})
+
+
 def _chrono(cell, chrono):
   """A chrono model whose T_max is the run's horizon, the same at every
   length. Without one (a recipe written before the horizon was a setting,
@@ -300,73 +325,50 @@ register(ModelSpec(
     'pre-LayerNorm residuals',
     activations=footprint.transformer_activations, has_attention=True,
     layered=True, state_floats=footprint.kv_cache))
-register(ModelSpec(
-    'lstm', GATED, cell_model(LSTM),
+register(cell_spec(
+    'lstm', GATED, LSTM,
     about="Flax's `OptimizedLSTMCell`, run by `lax.scan` (the input matmul of "
           'every step hoisted before it)',
     init=_FLAX_DEFAULT + ' (forget-gate bias 0: the gate starts at 0.5)',
-    color='#1f77b4', architecture='lstm',
-    activations=footprint.recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN, state_floats=footprint.lstm_state))
-register(ModelSpec(
-    'lstm_fb1', GATED, cell_model(LSTM, recurrent_lib.forget_bias(1.0)),
+    color='#1f77b4'))
+register(cell_spec(
+    'lstm_fb1', GATED, LSTM, recurrent_lib.forget_bias(1.0),
     about='the same cell',
     init='forget-gate bias 1 (Gers et al. 2000; Jozefowicz et al. 2015; '
          'Keras, TensorFlow and Haiku default), the rest Flax default',
-    init_name='forget bias 1',
-    color='#6baed6', architecture='lstm',
-    activations=footprint.recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN, state_floats=footprint.lstm_state))
-register(ModelSpec(
-    'lstm_chrono', GATED, _chrono(LSTM, recurrent_lib.lstm_chrono),
-    about='the same cell',
+    init_name='forget bias 1', color='#6baed6'))
+register(cell_spec(
+    'lstm_chrono', GATED, LSTM,
+    build=_chrono(LSTM, recurrent_lib.lstm_chrono), about='the same cell',
     init='chrono (Tallec & Ollivier 2018): forget-gate bias '
          'log U(1, T_max - 1), input-gate bias its negative; T_max the '
          "run's --chrono_horizon (default: the longest of --lengths), the "
          'same at every length',
-    init_name='chrono',
-    color='#08306b', architecture='lstm',
-    activations=footprint.recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN, state_floats=footprint.lstm_state, takes_horizon=True))
-register(ModelSpec(
-    'lstm_chrono_L', GATED, cell_model(LSTM, recurrent_lib.lstm_chrono()),
+    init_name='chrono', color='#08306b', takes_horizon=True))
+register(cell_spec(
+    'lstm_chrono_L', GATED, LSTM, recurrent_lib.lstm_chrono(),
     about='the same cell',
     init='chrono as lstm_chrono, but T_max = L, each group its own length '
          '(Tallec & Ollivier 2018; lstm_chrono before --chrono_horizon)',
-    init_name='chrono, T_max = L',
-    color='#4a1486', architecture='lstm',
-    activations=footprint.recurrent_activations(4), loops_over_positions=True,
-    form=_SCAN, state_floats=footprint.lstm_state))
-register(ModelSpec(
-    'gru', GATED, cell_model(GRU), init=_FLAX_DEFAULT,
-    about="Flax's `GRUCell` (`h' = (1-z) n + z h`)",
-    color='#2ca02c', architecture='gru',
-    activations=footprint.recurrent_activations(3), loops_over_positions=True,
-    form=_SCAN, state_floats=footprint.hidden_state))
-register(ModelSpec(
-    'gru_chrono', GATED, _chrono(GRU, recurrent_lib.gru_chrono),
-    about='the same cell',
+    init_name='chrono, T_max = L', color='#4a1486'))
+register(cell_spec(
+    'gru', GATED, GRU, init=_FLAX_DEFAULT,
+    about="Flax's `GRUCell` (`h' = (1-z) n + z h`)", color='#2ca02c'))
+register(cell_spec(
+    'gru_chrono', GATED, GRU,
+    build=_chrono(GRU, recurrent_lib.gru_chrono), about='the same cell',
     init='chrono for the update gate (after Tallec & Ollivier 2018): '
          "z-bias log U(1, T_max - 1); T_max the run's --chrono_horizon "
          '(default: the longest of --lengths), the same at every length',
-    init_name='chrono',
-    color='#00441b', architecture='gru',
-    activations=footprint.recurrent_activations(3), loops_over_positions=True,
-    form=_SCAN, state_floats=footprint.hidden_state, takes_horizon=True))
-register(ModelSpec(
-    'rnn', PLAIN, cell_model(RNN), init=_FLAX_DEFAULT,
-    about="Flax's `SimpleCell` (Elman, tanh)",
-    color='#7f7f7f', architecture='rnn',
-    activations=footprint.recurrent_activations(1), loops_over_positions=True,
-    form=_SCAN, state_floats=footprint.hidden_state))
-register(ModelSpec(
-    'rnn_uniform', PLAIN, cell_model(RNN, recurrent_lib.pytorch_uniform),
+    init_name='chrono', color='#00441b', takes_horizon=True))
+register(cell_spec(
+    'rnn', PLAIN, RNN, init=_FLAX_DEFAULT,
+    about="Flax's `SimpleCell` (Elman, tanh)", color='#7f7f7f'))
+register(cell_spec(
+    'rnn_uniform', PLAIN, RNN, recurrent_lib.pytorch_uniform,
     about='the same cell',
     init="PyTorch nn.RNN's: every weight and bias U(-1/sqrt(d), 1/sqrt(d))",
-    init_name='PyTorch uniform',
-    color='#252525', architecture='rnn',
-    activations=footprint.recurrent_activations(1), loops_over_positions=True,
-    form=_SCAN, state_floats=footprint.hidden_state))
+    init_name='PyTorch uniform', color='#252525'))
 
 
 def _lstm97(*, vocab_size, length, d_model, num_classes, num_heads,

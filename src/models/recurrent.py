@@ -11,6 +11,7 @@ a function `init(cell, length, key)` applied after Flax's, which replaces the
 parameters it names; the tests check each against what its name says.
 """
 
+import functools
 import math
 from typing import Callable
 
@@ -27,12 +28,15 @@ _KINDS = (
 )
 
 
-def cell_kind(cell: nnx.Module) -> str:
-  """'lstm', 'gru' or 'rnn': which Flax cell `cell` is."""
-  for cls, kind in _KINDS:
-    if isinstance(cell, cls):
+def cell_kind(cell) -> str:
+  """'lstm', 'gru' or 'rnn': which Flax cell `cell` is (a cell, its class,
+  or a `functools.partial` of that class)."""
+  cls = cell.func if isinstance(cell, functools.partial) else cell
+  cls = cls if isinstance(cls, type) else type(cls)
+  for base, kind in _KINDS:
+    if issubclass(cls, base):
       return kind
-  raise TypeError(f'not a Flax LSTM, GRU or simple cell: {type(cell)}')
+  raise TypeError(f'not a Flax LSTM, GRU or simple cell: {cls}')
 
 
 def _cell_step(cell, kind, w_hh, b_hh, carry, xi_BxG):
