@@ -10,12 +10,12 @@ from src.claims import (CAPABILITY, COMPARISON, IMPOSSIBILITY, RELIABILITY,
                         SHAPE, THRESHOLD, comparison_counts)
 
 
-
 def claim_setting(claim: dict) -> str:
   """The setting a claim was judged at, as text: ' (L=20) (decoys=0.25)'."""
   return ''.join(f' ({name}={claim[k]})' for k, name in
                  (('length', 'L'), ('d_model', 'd_model'),
                   ('decoys', 'decoys')) if k in claim)
+
 
 # Each kind's test in a few words (its `test` says it whole).
 TEST_NAMES = {

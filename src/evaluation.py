@@ -100,11 +100,10 @@ def _test(ensemble, params, num_examples, *, task=None,
       lambda p, k: compiled(p, k, *scalars), params, ensemble.data_keys)
 
 
-def compile_ahead(ensemble, eval_examples=None) -> None:
+def compile_ahead(ensemble, params, eval_examples=None) -> None:
   """Compiles the test programs the group's test curve and
-  `evaluate(num_examples=eval_examples)` will ask for, from the state's
+  `evaluate(num_examples=eval_examples)` will ask for, from the params'
   shapes alone (`Ensemble.compile_ahead`'s twin for the tests)."""
-  params = ensemble.abstract_state()['params']
   for n in {test_examples(ensemble) if ensemble.curve_examples else None,
             eval_examples} - {None, 0}:
     _test(ensemble, params, n, ahead=True)

@@ -304,9 +304,11 @@ class _CompileAhead:
     for budget in budgets:
       sizes.update(train_lib.chunks(start, budget, self.config.chunk_steps))
       start = budget
-    self._pool.submit(lambda: (
-        ensemble.compile_ahead(sorted(sizes)),
-        evaluation.compile_ahead(ensemble, self.eval_examples)))
+    def compile_all():
+      state = ensemble.abstract_state()
+      ensemble.compile_ahead(state, sorted(sizes))
+      evaluation.compile_ahead(ensemble, state['params'], self.eval_examples)
+    self._pool.submit(compile_all)
 
   def take(self, group):
     """`group`'s ensemble, which `prepare` built."""

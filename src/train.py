@@ -255,12 +255,12 @@ class Ensemble:
         *self.members.per_slice(state, self.data_keys, self._rates),
         np.int32(0), donate=(0,), ahead=ahead)
 
-  def compile_ahead(self, chunk_sizes=()) -> None:
+  def compile_ahead(self, state, chunk_sizes=()) -> None:
     """Compiles the training programs for chunks of each of `chunk_sizes`
-    steps from the state's shapes alone: the runner calls it in a thread
-    for the next group while this one trains. A program that fails to
-    compile here is compiled (and fails) again when it is asked for."""
-    state = self.abstract_state()
+    steps from the state's shapes alone (`abstract_state`): the runner
+    calls it in a thread for the next group while this one trains. A
+    program that fails to compile here is compiled (and fails) again when
+    it is asked for."""
     for n in chunk_sizes:
       self._train_program(n, state, ahead=True)
 

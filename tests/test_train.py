@@ -53,8 +53,9 @@ def test_programs_compiled_ahead_are_the_ones_training_runs():
   for ahead in (False, True):
     ens = ensemble(model='rnn', length=6)
     if ahead:
-      ens.compile_ahead(train.chunks(0, 25, 10))
-      evaluation.compile_ahead(ens, eval_examples=64)
+      state = ens.abstract_state()
+      ens.compile_ahead(state, train.chunks(0, 25, 10))
+      evaluation.compile_ahead(ens, state['params'], eval_examples=64)
       programs = {n: f.result() for n, f in ens.programs._compiled.items()}
       # The test curve's program (256 strings) and the final test's (64).
       assert {name[:2] for name in programs} == {
