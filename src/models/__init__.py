@@ -232,17 +232,19 @@ _CELL_FOOTPRINT = {
 }
 
 
-def cell_spec(name: str, family: Family, cell, init_fn=None, *, build=None,
+def cell_spec(name: str, family: Family, cell, init_fn=None,
               **fields) -> ModelSpec:
   """The registry entry of a recurrent model, `cell` (a Flax cell class or a
-  `functools.partial` of one) initialised by `init_fn(cell, length, key)`.
+  `functools.partial` of one) initialised by `init_fn(cell, length, key)`;
+  with `takes_horizon=True`, by `init_fn(chrono_horizon)`'s (`_chrono`).
   What follows from its kind of cell is filled in: its architecture, what a
   training step keeps and the state it carries, its scan over positions.
-  `build`: another factory of that model (chrono's); `fields`: the rest of
-  its ModelSpec (init, color, about, ...)."""
+  `fields`: the rest of its ModelSpec (init, color, about, ...)."""
   kind = recurrent_lib.cell_kind(cell)
   activations, state_floats = _CELL_FOOTPRINT[kind]
-  return ModelSpec(name, family, build or cell_model(cell, init_fn), **{
+  build = (_chrono(cell, init_fn) if fields.get('takes_horizon')
+           else cell_model(cell, init_fn))
+  return ModelSpec(name, family, build, **{
       'architecture': kind, 'activations': activations,
       'state_floats': state_floats, 'loops_over_positions': True,
       'form': _SCAN, **fields})
@@ -338,8 +340,8 @@ register(cell_spec(
          'Keras, TensorFlow and Haiku default), the rest Flax default',
     init_name='forget bias 1', color='#6baed6'))
 register(cell_spec(
-    'lstm_chrono', GATED, LSTM,
-    build=_chrono(LSTM, recurrent_lib.lstm_chrono), about='the same cell',
+    'lstm_chrono', GATED, LSTM, recurrent_lib.lstm_chrono,
+    about='the same cell',
     init='chrono (Tallec & Ollivier 2018): forget-gate bias '
          'log U(1, T_max - 1), input-gate bias its negative; T_max the '
          "run's --chrono_horizon (default: the longest of --lengths), the "
@@ -355,8 +357,8 @@ register(cell_spec(
     'gru', GATED, GRU, init=_FLAX_DEFAULT,
     about="Flax's `GRUCell` (`h' = (1-z) n + z h`)", color='#2ca02c'))
 register(cell_spec(
-    'gru_chrono', GATED, GRU,
-    build=_chrono(GRU, recurrent_lib.gru_chrono), about='the same cell',
+    'gru_chrono', GATED, GRU, recurrent_lib.gru_chrono,
+    about='the same cell',
     init='chrono for the update gate (after Tallec & Ollivier 2018): '
          "z-bias log U(1, T_max - 1); T_max the run's --chrono_horizon "
          '(default: the longest of --lengths), the same at every length',
