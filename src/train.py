@@ -1,8 +1,9 @@
 """The ensemble trainer: all seeds of one (model, task) group in one program.
 
-Seeds and learning rates ride one `vmap` axis (the members: every (rate,
-seed) pair, rate-major; its layout is `src/members.py`) sharded over the
-devices, steps run in `lax.scan` chunks, training strings are drawn on the
+Seeds and learning rates ride one axis (the members: every (rate, seed)
+pair, rate-major; its layout is `src/members.py`) sharded over the devices,
+side by side (`vmap`) on an accelerator and one after another (`lax.map`)
+on a CPU, steps run in `lax.scan` chunks, training strings are drawn on the
 device from `fold_in(key, step)`, and the train state is donated. Member
 (r, s) starts from seed s's initialisation and draws seed s's strings, so
 the rates of a seed are paired. The training loop
@@ -232,8 +233,10 @@ class Ensemble:
         out['stopped'] = seed_state['stopped']
       return out, metrics
 
-    return jax.vmap(one_seed)(state, jax.random.wrap_key_data(data_keys_S),
-                              rates_S)
+    members = (state, jax.random.wrap_key_data(data_keys_S), rates_S)
+    if self.members.on_cpu:  # one after another: see `Members.on_cpu`
+      return jax.lax.map(lambda m: one_seed(*m), members)
+    return jax.vmap(one_seed)(*members)
 
   def per_device(self, fn, num_seed_args):
     """Runs `fn` on each device's own block of seeds (`shard_map`): the
