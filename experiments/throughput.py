@@ -8,15 +8,15 @@ achieved FLOP/s (XLA's count of one training step, scans counted at their
 trip count, times the steps run), that rate as a fraction of this machine's
 float32 matrix-multiply rate measured in the same run, compile seconds, and
 for the models that loop over positions the time per scan iteration. Then,
-for each model, the vmapped ensemble of 8 seeds against the same 8 seeds
-trained one after another, at L=20.
+for each model, the ensemble of 8 seeds in one program against the same 8
+seeds trained one after another, each alone, at L=20.
 
 Expect, on a CPU: the recurrent nets far from the matmul rate (each scan
 iteration multiplies a 32-wide state, and the gate nonlinearities on slices
 of it cost more than the product), attention closer; the ensemble faster
 than the same seeds trained one after another (each alone as a plain
-one-device program), by the cores it keeps busy and the per-step overhead it
-shares.
+one-device program), by the cores it keeps busy (a CPU device loops over its
+seeds: `Members.on_cpu`) and the per-step overhead it shares.
 """
 
 import dataclasses
@@ -201,7 +201,7 @@ class Throughput(experiment.Cells):
                    mesh=members_lib.seed_mesh(jax.local_devices()[:1])),
           config)
       speedups[model] = ENSEMBLE_SEEDS * alone / together
-      progress.say(f'{model}: {ENSEMBLE_SEEDS} seeds on the vmap axis '
+      progress.say(f'{model}: {ENSEMBLE_SEEDS} seeds in one program '
                    f'{speedups[model]:.1f}x faster than one after another')
       progress.update(1, f'ensemble {model}')
     return {'speedups': speedups}

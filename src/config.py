@@ -101,7 +101,7 @@ class Config:
       f'a comma list of distinct integers >= {tasks_lib.MIN_LENGTH}',
       lambda flag, text, context: _int_list(flag, text,
                                             context['min_length']))
-  seeds: int = count(4, 'seeds per group, trained at once on a vmap axis')
+  seeds: int = count(4, 'seeds per group, trained at once in one program')
   seed: int = integer(0, 'base seed; seed i of a group uses fold_in(seed, '
                       'i)', 0)
   steps: int = count(1000, 'training steps per group (Adam, fresh strings)')

@@ -77,8 +77,8 @@ def _test_program(ensemble, num_examples, task):
                                      labels_B, chunks)
 
   def run(params, keys, *scalars):
-    return jax.vmap(one, in_axes=(0, 0) + (None,) * len(scalars))(
-        params, jax.random.wrap_key_data(keys), *scalars)
+    return ensemble.members.each(one, params, jax.random.wrap_key_data(keys),
+                                 shared=scalars)
   return (('test', num_examples, task and (task.name, task.length)),
           ensemble.per_device(run, 2))
 
@@ -140,11 +140,11 @@ def measure(ensemble, params, fn, *, stream=streams.EVAL_STREAM,
   the result is on the host without the padding seeds. `task`: strings of
   another task than the group's (e.g. longer ones), for a model whose
   parameters do not depend on the length."""
-  run = lambda params, keys: jax.vmap(
+  run = lambda params, keys: ensemble.members.each(
       lambda p, k: scoring.on_strings(ensemble.model(p), task or
                                       ensemble.task, k, fn, stream,
-                                      num_examples))(
-          params, jax.random.wrap_key_data(keys))
+                                      num_examples),
+      params, jax.random.wrap_key_data(keys))
   name = ('measure', fn, stream, num_examples,
           task and (task.name, task.length))
   members, keys = ensemble.members, ensemble.data_keys

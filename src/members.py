@@ -85,6 +85,15 @@ class Members:
     while an accelerator fills its cores with the batch."""
     return self.mesh.devices.flat[0].platform == 'cpu'
 
+  def each(self, fn, *members, shared=()):
+    """fn(*member_args, *shared) for every member of a device's block:
+    `members` have the member axis first, `shared` are the same for all;
+    one after another on a CPU, side by side on an accelerator
+    (`on_cpu`)."""
+    if self.on_cpu:
+      return jax.lax.map(lambda m: fn(*m, *shared), members)
+    return jax.vmap(lambda *m: fn(*m, *shared))(*members)
+
   def rates(self) -> np.ndarray:
     """Each member's learning rate (a padding member: the first rate)."""
     rates = np.full(self.padded, self.learning_rates[0], np.float32)

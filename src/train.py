@@ -233,10 +233,8 @@ class Ensemble:
         out['stopped'] = seed_state['stopped']
       return out, metrics
 
-    members = (state, jax.random.wrap_key_data(data_keys_S), rates_S)
-    if self.members.on_cpu:  # one after another: see `Members.on_cpu`
-      return jax.lax.map(lambda m: one_seed(*m), members)
-    return jax.vmap(one_seed)(*members)
+    return self.members.each(one_seed, state,
+                             jax.random.wrap_key_data(data_keys_S), rates_S)
 
   def per_device(self, fn, num_seed_args):
     """Runs `fn` on each device's own block of seeds (`shard_map`): the
