@@ -4,6 +4,7 @@ import jax
 import numpy as np
 
 from src import checkpoint, evaluation, models, optimizers, tasks, train
+from src import members as members_lib
 from src import programs as programs_lib
 from tests.helpers import fit
 
@@ -42,6 +43,38 @@ def test_seed_runs_do_not_depend_on_ensemble_size():
     finals.append(ens.members.unpad(state['params']))
   for a, b in zip(jax.tree.leaves(finals[0]), jax.tree.leaves(finals[1])):
     np.testing.assert_array_equal(a, b[:2])
+
+
+def test_members_side_by_side_or_one_after_another_train_alike(
+    monkeypatch):
+  """The member axis as an accelerator runs it (`vmap`) and as a CPU does
+  (a loop, `Members.on_cpu`): the same training to float rounding (XLA
+  sums a matmul batched over members in another order), and at the same
+  parameters the same test to the bit."""
+  loops = []
+  real_map = jax.lax.map
+  monkeypatch.setattr(jax.lax, 'map', lambda *a, **k: (
+      loops.append(1), real_map(*a, **k))[1])
+
+  def trained_and_tested(model, on_cpu, params=None):
+    monkeypatch.setattr(members_lib.Members, 'on_cpu', on_cpu)
+    ens = ensemble(model=model, length=6, num_seeds=4)
+    if params is None:
+      params = fit(ens, ens.init(), 0, steps=10, chunk_steps=10)['params']
+    return params, evaluation.evaluate(ens, params, num_examples=64)
+
+  for model in ('rnn',):
+    del loops[:]
+    looped, _ = trained_and_tested(model, True)
+    assert loops  # the CPU's loop ran
+    del loops[:]
+    vmapped, vmapped_test = trained_and_tested(model, False)
+    assert not loops
+    for a, b in zip(jax.tree.leaves(looped), jax.tree.leaves(vmapped)):
+      np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    _, again = trained_and_tested(model, True, vmapped)
+    for key in ('loss', 'accuracy'):
+      np.testing.assert_array_equal(again[key], vmapped_test[key])
 
 
 def test_programs_compiled_ahead_are_the_ones_training_runs():
