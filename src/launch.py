@@ -215,9 +215,9 @@ def check_only(plan: Plan, flags: Flags) -> None:
 
 # Seconds per unit of `Group.work` x steps x members, and per group (its
 # initialisation, checkpoints and writers), on the CPU of docs/REPORT.md's
-# full run, fitted on the headline's groups as they ran
+# full run, fitted on its headline part's groups as they ran
 # (docs/ENGINEERING.md): what the estimate below adds up.
-SECONDS_PER_WORK, SECONDS_PER_GROUP = 5.1e-8, 1.3
+SECONDS_PER_WORK, SECONDS_PER_GROUP = 4.0e-8, 1.6
 
 
 def work_table(plan: Plan) -> str:
