@@ -80,8 +80,8 @@ class Members:
   def on_cpu(self) -> bool:
     """Whether the members train on CPU devices, where a device runs its
     members one after another (`lax.map`) rather than side by side
-    (`vmap`): XLA:CPU runs a matmul batched over members 1.3 to 1.7 times
-    slower than the same matmuls one member at a time (docs/ENGINEERING.md),
+    (`vmap`): XLA:CPU runs a matmul batched over members slower than the
+    same matmuls one member at a time (measured in docs/ENGINEERING.md),
     while an accelerator fills its cores with the batch."""
     return self.mesh.devices.flat[0].platform == 'cpu'
 

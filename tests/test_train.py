@@ -63,18 +63,16 @@ def test_members_side_by_side_or_one_after_another_train_alike(
       params = fit(ens, ens.init(), 0, steps=10, chunk_steps=10)['params']
     return params, evaluation.evaluate(ens, params, num_examples=64)
 
-  for model in ('rnn',):
-    del loops[:]
-    looped, _ = trained_and_tested(model, True)
-    assert loops  # the CPU's loop ran
-    del loops[:]
-    vmapped, vmapped_test = trained_and_tested(model, False)
-    assert not loops
-    for a, b in zip(jax.tree.leaves(looped), jax.tree.leaves(vmapped)):
-      np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
-    _, again = trained_and_tested(model, True, vmapped)
-    for key in ('loss', 'accuracy'):
-      np.testing.assert_array_equal(again[key], vmapped_test[key])
+  looped, _ = trained_and_tested('rnn', True)
+  assert loops  # the CPU's loop ran
+  del loops[:]
+  vmapped, vmapped_test = trained_and_tested('rnn', False)
+  assert not loops
+  for a, b in zip(jax.tree.leaves(looped), jax.tree.leaves(vmapped)):
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+  _, again = trained_and_tested('rnn', True, vmapped)
+  for key in ('loss', 'accuracy'):
+    np.testing.assert_array_equal(again[key], vmapped_test[key])
 
 
 def test_programs_compiled_ahead_are_the_ones_training_runs():
