@@ -387,13 +387,13 @@ def available_bytes() -> int:
   return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_AVPHYS_PAGES')
 
 
-def memory_plan(config: Config, estimate=estimate_bytes,
-                devices: int = 1) -> tuple[int | None, str]:
+def memory_plan(config: Config, estimate, devices: int,
+                least: int) -> tuple[int | None, str]:
   """(members per slice, or None where a group's members fit at once; the
   plan in a line): the largest group's need against 80% of the devices'
   memory (--memory_gib per device, else the devices found). A group that
-  does not fit trains its members in slices that do, each at least
-  MIN_SLICE members per device; refused (ConfigError) only where no slice
+  does not fit trains its members in slices that do, each at least `least`
+  members per device (`members.least_local`); refused (ConfigError) only where no slice
   fits."""
   need = estimate(config)
   have = (config.memory_gib * 2**30 * devices if config.memory_gib
@@ -407,7 +407,7 @@ def memory_plan(config: Config, estimate=estimate_bytes,
   # A slice puts as many members on each device (train.Ensemble).
   per_slice = (int(usable // per_member) // devices * devices if per_member
                else config.members)
-  least = MIN_SLICE * devices
+  least = least * devices
   if per_slice < least:
     grid = '/--learning_rates' if len(config.rates) > 1 else ''
     raise ConfigError(
@@ -420,7 +420,3 @@ def memory_plan(config: Config, estimate=estimate_bytes,
                      f'{per_slice} at a time, {slices} slices of about '
                      f'{per_slice * per_member / 2**30:.1f} GiB')
 
-
-# The fewest members of a slice on each device: a program runs at least two
-# (members.MIN_LOCAL_SEEDS: XLA compiles a seed axis of one differently).
-MIN_SLICE = 2

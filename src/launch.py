@@ -197,8 +197,10 @@ def check_only(plan: Plan, flags: Flags) -> None:
       import jax  # the memory check asks the backend
       if plan.num_cpu_devices is not None:
         jax.config.update('jax_num_cpu_devices', plan.num_cpu_devices)
+      from src import members
       memory = config_lib.memory_plan(
-          plan.config, plan.experiment.estimate_bytes, jax.device_count())[1]
+          plan.config, plan.experiment.estimate_bytes, jax.device_count(),
+          members.least_local(jax.devices()[0].platform))[1]
   except config_lib.ConfigError as e:
     fail(str(e))
   try:
@@ -303,6 +305,7 @@ def started(plan: Plan, flags: Flags):
   import jax
   from src import checkpoint as checkpoint_lib
   from src import distributed
+  from src import members
   if plan.num_cpu_devices is not None:
     jax.config.update('jax_num_cpu_devices', plan.num_cpu_devices)
   distributed.initialize(coordinator_address=flags.coordinator_address,
@@ -313,7 +316,8 @@ def started(plan: Plan, flags: Flags):
   devices = jax.devices()
   try:
     slice_members, memory = config_lib.memory_plan(
-        plan.config, plan.experiment.estimate_bytes, len(devices))
+        plan.config, plan.experiment.estimate_bytes, len(devices),
+        members.least_local(devices[0].platform))
   except config_lib.ConfigError as e:
     fail(str(e))
   if distributed.is_writer():

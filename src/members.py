@@ -16,7 +16,12 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 from src import distributed
 
 SEED_AXIS = 'seeds'
-MIN_LOCAL_SEEDS = 2  # XLA compiles a seed axis of 1 differently: avoid it
+# The fewest members a device holds: a `vmap` over one member compiles
+# differently from one over several, so an accelerator holds at least two; a
+# CPU device loops over its members (`Members.each`), a loop of one member
+# computing as a loop of many, so it holds one (no padding member to train).
+MIN_LOCAL_SEEDS = 2
+MIN_LOCAL_SEEDS_CPU = 1
 
 
 def seed_mesh(devices=None) -> jax.sharding.Mesh:
@@ -29,11 +34,25 @@ def seed_mesh(devices=None) -> jax.sharding.Mesh:
                        axis_types=(jax.sharding.AxisType.Auto,))
 
 
+def on_cpu(mesh) -> bool:
+  """Whether `mesh`'s devices are CPU devices, where a device runs its
+  members one after another (`lax.map`) rather than side by side (`vmap`):
+  XLA:CPU runs a matmul batched over members slower than the same matmuls
+  one member at a time (measured in docs/ENGINEERING.md), while an
+  accelerator fills its cores with the batch."""
+  return mesh.devices.flat[0].platform == 'cpu'
+
+
+def least_local(platform: str) -> int:
+  """The fewest members each device of `platform` holds."""
+  return MIN_LOCAL_SEEDS_CPU if platform == 'cpu' else MIN_LOCAL_SEEDS
+
+
 def padded_seeds(num_seeds: int, num_devices: int,
                  min_local: int = MIN_LOCAL_SEEDS) -> int:
   """Seeds per device times devices: every device holds the same number, at
-  least two, so every seed's arithmetic is the same whatever the ensemble
-  size (the padding seeds are dropped from the results)."""
+  least `min_local`, so every seed's arithmetic is the same whatever the
+  ensemble size (the padding seeds are dropped from the results)."""
   return max(min_local, -(-num_seeds // num_devices)) * num_devices
 
 
@@ -53,17 +72,20 @@ class Members:
   not fit a device at once (`slice_members`: at most so many at a time)
   runs its programs on one slice of `slice_size` members after another,
   each member's arithmetic as in one program (each device holds as many
-  members of a slice, at least `min_local_seeds`); the state stays whole.
+  members of a slice, at least `min_local_seeds`, by default
+  `least_local` of its platform); the state stays whole.
   """
 
   def __init__(self, num_seeds: int, learning_rates, mesh=None, *,
-               min_local_seeds: int = MIN_LOCAL_SEEDS,
+               min_local_seeds: int | None = None,
                slice_members: int | None = None):
     self.learning_rates = tuple(
         float(r) for r in np.atleast_1d(np.asarray(learning_rates, float)))
     self.num_seeds = num_seeds
     self.num_members = num_seeds * len(self.learning_rates)
     self.mesh = mesh or seed_mesh()
+    min_local_seeds = min_local_seeds or least_local(
+        self.mesh.devices.flat[0].platform)
     self.padded = padded_seeds(self.num_members, self.mesh.size,
                                min_local_seeds)
     self.slice_size = self.padded
@@ -78,12 +100,8 @@ class Members:
 
   @property
   def on_cpu(self) -> bool:
-    """Whether the members train on CPU devices, where a device runs its
-    members one after another (`lax.map`) rather than side by side
-    (`vmap`): XLA:CPU runs a matmul batched over members slower than the
-    same matmuls one member at a time (measured in docs/ENGINEERING.md),
-    while an accelerator fills its cores with the batch."""
-    return self.mesh.devices.flat[0].platform == 'cpu'
+    """Whether the members train on CPU devices (`on_cpu`)."""
+    return on_cpu(self.mesh)
 
   def each(self, fn, *members, shared=()):
     """fn(*member_args, *shared) for every member of a device's block:

@@ -131,7 +131,7 @@ class Ensemble:
                probe: Callable | None = None, probe_examples: int = 512,
                curve_examples: int = CURVE_EXAMPLES,
                eval_examples: int | None = None,
-               min_local_seeds: int = members_lib.MIN_LOCAL_SEEDS,
+               min_local_seeds: int | None = None,
                optimizer: dict | None = None, train_strings: int = 0,
                early_stop: float = 0.0, slice_members: int | None = None):
     self.task = task
