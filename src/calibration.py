@@ -259,7 +259,8 @@ def family_rates(family: Family, n: int, runs: int = 400,
   rng = np.random.default_rng([seed, n, zlib.crc32(family.name.encode())])
   held = not_held = 0
   for _ in range(runs):
-    verdicts = {c.verdict for c in claims_lib.judge(family.draw(rng, n))}
+    verdicts = {c.verdict for c in claims_lib.judge(family.draw(rng, n),
+                                                    words=False)}
     held += HELD in verdicts
     not_held += NOT in verdicts
   return {'held': held / runs, 'not': not_held / runs, 'runs': runs}
@@ -269,8 +270,8 @@ def rates(scenario: Scenario, n: int, runs: int = 400,
           seed: int = 0) -> dict:
   """The share of `runs` simulated claims judged held and did not hold."""
   rng = np.random.default_rng([seed, n, zlib.crc32(scenario.name.encode())])
-  verdicts = [claims_lib.judge([scenario.draw(rng, n)])[0].verdict
-              for _ in range(runs)]
+  verdicts = [claims_lib.judge([scenario.draw(rng, n)],
+                               words=False)[0].verdict for _ in range(runs)]
   return {'held': float(np.mean([v == HELD for v in verdicts])),
           'not': float(np.mean([v == NOT for v in verdicts])),
           'runs': runs}

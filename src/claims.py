@@ -42,6 +42,7 @@ evidence before the run, give the power plan (`src/power.py`).
 """
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -198,9 +199,9 @@ def _exists(e: dict) -> tuple[float, int]:
   if acc.size == 0:
     return 1.0, -1
   k = np.rint(acc * strings).astype(int)
-  p = [float(stats.sps().binom.sf(ki - 1, strings, e['null'])) for ki in k]
+  p = stats.sps().binom.sf(k - 1, strings, e['null'])
   best = int(np.lexsort((-acc, p))[0])
-  return min(1.0, p[best] * acc.size), best
+  return min(1.0, float(p[best]) * acc.size), best
 
 
 def _below(e: dict) -> float:
@@ -211,7 +212,7 @@ def _below(e: dict) -> float:
     return 1.0
   bar = min(e['null'] + e.get('margin', IMPOSSIBLE_MARGIN), 1.0)
   k = np.rint(acc * strings).astype(int)
-  return max(float(stats.sps().binom.cdf(ki, strings, bar)) for ki in k)
+  return float(stats.sps().binom.cdf(k, strings, bar).max())
 
 
 def _capability(c: Claim) -> dict:
@@ -320,10 +321,11 @@ def _seeds(c: Claim) -> int:
 
 # -- judging ---------------------------------------------------------------------------
 
-def test(c: Claim) -> Claim:
+def test(c: Claim, words: bool = True) -> Claim:
   """The claim's own test, before its family: p (in the direction the data
   lean), p_min (held's best case at this n), p_floor (the smallest p its
-  test could give these data), if_significant, and the raw verdict."""
+  test could give these data), if_significant, and the raw verdict; with
+  `words`, what was measured in words (`render`)."""
   if c.not_applicable:  # no test: the model did not do what it describes
     return dataclasses.replace(c, test='none: not applicable', p=None,
                                p_min=None, measured=c.not_applicable,
@@ -332,7 +334,7 @@ def test(c: Claim) -> Claim:
     shows = [bool(x) for x in c.evidence['shows']]
     return dataclasses.replace(
         c, test=c.evidence.get('test', 'counted, not sampled: no test'),
-        p=None, p_min=None, measured=render(c),
+        p=None, p_min=None, measured=render(c) if words else '',
         verdict=stats.HELD if shows and all(shows) else stats.NOT_HELD)
   t = TESTS[c.kind](c)
   held = t['p_held'] <= t['p_not']
@@ -341,7 +343,7 @@ def test(c: Claim) -> Claim:
   c = dataclasses.replace(
       c, test=t['test'], p=float(p), p_min=float(t['p_best']),
       p_floor=float(min(t['p_min_held'], t['p_min_not'])),
-      if_significant=direction, measured=render(c))
+      if_significant=direction, measured=render(c) if words else '')
   return dataclasses.replace(c, verdict=decide(c, direction, p, 1))
 
 
@@ -427,18 +429,20 @@ def _family(members: list[dict]) -> list[dict]:
   return out
 
 
-def judge(claims: list[Claim], alpha: float = stats.ALPHA) -> list[Claim]:
+def judge(claims: list[Claim], words: bool = True) -> list[Claim]:
   """Every claim tested, then Holm within each family (Holm 1979) over the
   tests that can decide: a test whose smallest possible p on its data is
   alpha or more (every pair tied, say) cannot reject at any level, so it
   leaves the family (Tarone 1990; the p-values are exact given the pairs
   that differ) and is inconclusive, saying why. The verdict is `decide`'s
-  at the adjusted p; underpowered counts the whole family."""
-  del alpha  # stats.ALPHA, as every verdict's
-  tested = [c if c.verdict is None or c.p is not None else
+  at the adjusted p; underpowered counts the whole family. `words`: False
+  leaves out what was measured in words (`render`), which the verdicts do
+  not read: src/calibration.py's simulations need only those."""
+  tested = [c if c.verdict is None or c.p is not None or not words else
             dataclasses.replace(c, measured=c.measured or render(c))
             for c in claims]
-  tested = [test(c) if c.verdict is None else c for c in tested]
+  fresh = [c.verdict is None for c in tested]  # their `measured` is render's
+  tested = [test(c, words) if new else c for c, new in zip(tested, fresh)]
   families = {}
   for i, c in enumerate(tested):
     if c.p is not None:  # a counted claim has no test to adjust
@@ -455,7 +459,9 @@ def judge(claims: list[Claim], alpha: float = stats.ALPHA) -> list[Claim]:
       c = tested[i]
       out[i] = dataclasses.replace(
           c, p_adjusted=j['p_adjusted'], family_size=j['family_size'],
-          verdict=j['verdict'], measured=render(c) + j['tail'])
+          verdict=j['verdict'],
+          measured=(c.measured if fresh[i] or not words else render(c))
+          + j['tail'])
   return out
 
 
@@ -575,8 +581,10 @@ def _render(c: Claim) -> str:
   return f'{what} in {sum(shows)} of {len(shows)} seeds'
 
 
+@functools.lru_cache(maxsize=None)
 def _bound(k: int, n: int, side: str) -> float:
-  """The exact one-sided 95% Clopper-Pearson bound on a rate."""
+  """The exact one-sided 95% Clopper-Pearson bound on a rate (the same few
+  (k, n) recur in every family and every simulated run)."""
   if n == 0:
     return math.nan
   if side == 'lower':

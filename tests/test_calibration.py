@@ -73,3 +73,21 @@ def test_a_test_that_can_decide_one_way_stays_in_its_family():
   assert out[1].p_adjusted == pytest.approx(min(1.0, 3 * out[1].p), rel=1e-9) \
       or out[1].p_adjusted >= 2 * out[1].p
   assert out[0].verdict == 'inconclusive (underpowered: 10 seeds)'
+
+
+def test_the_simulations_judge_as_a_run_does():
+  """The simulations judge without words (`judge(words=False)`): every
+  scenario and family of them, drawn at every size, gets the same tests,
+  p-values and verdicts as a run's judgement with words."""
+  import dataclasses
+  import numpy as np
+  from src import claims
+  rng = np.random.default_rng(0)
+  scenarios = lambda rng, n: [s.draw(rng, n) for s in calibration.scenarios()]
+  for draw in [scenarios] + [f.draw for f in FAMILIES]:
+    for n in calibration.SIZES:
+      drawn = draw(rng, n)
+      plain, worded = (claims.judge(drawn, words=w) for w in (False, True))
+      assert all(c.measured for c in worded)
+      strip = lambda c: dataclasses.replace(c, measured='')
+      assert [strip(c) for c in plain] == [strip(c) for c in worded]
