@@ -451,7 +451,7 @@ def card_images(fig) -> list[np.ndarray]:
 
   def boxes():  # in inches: each panel with the colour bars to its right
     fig.set_layout_engine('tight')  # the panels fill the card's aspect
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     found = [ax.get_tightbbox(renderer).transformed(
         fig.dpi_scale_trans.inverted()) for ax in panels]
     for ax in fig.axes:

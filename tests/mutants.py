@@ -63,8 +63,9 @@ MUTANTS = {
         'src/claims.py', '  if undetermined:  # bounded both ways',
         '  if False:  # bounded both ways'),
     'capability: no Bonferroni over the seeds searched': (
-        'src/claims.py', 'return min(1.0, p[best] * acc.size), best',
-        'return p[best], best'),
+        'src/claims.py',
+        'return min(1.0, float(p[best]) * acc.size), best',
+        'return float(p[best]), best'),
     'impossibility: judged at the null, no margin': (
         'src/claims.py',
         "bar = min(e['null'] + e.get('margin', IMPOSSIBLE_MARGIN), 1.0)",
