@@ -460,7 +460,7 @@ def judge(claims: list[Claim], words: bool = True) -> list[Claim]:
       out[i] = dataclasses.replace(
           c, p_adjusted=j['p_adjusted'], family_size=j['family_size'],
           verdict=j['verdict'],
-          measured=(c.measured if fresh[i] or not words else render(c))
+          measured=(c.measured if fresh[i] else render(c) if words else '')
           + j['tail'])
   return out
 

@@ -393,8 +393,8 @@ def memory_plan(config: Config, estimate, devices: int,
   plan in a line): the largest group's need against 80% of the devices'
   memory (--memory_gib per device, else the devices found). A group that
   does not fit trains its members in slices that do, each at least `least`
-  members per device (`members.least_local`); refused (ConfigError) only where no slice
-  fits."""
+  members per device (`members.least_local`); refused (ConfigError) only
+  where no slice fits."""
   need = estimate(config)
   have = (config.memory_gib * 2**30 * devices if config.memory_gib
           else available_bytes())
@@ -407,13 +407,13 @@ def memory_plan(config: Config, estimate, devices: int,
   # A slice puts as many members on each device (train.Ensemble).
   per_slice = (int(usable // per_member) // devices * devices if per_member
                else config.members)
-  least = least * devices
-  if per_slice < least:
+  fewest = least * devices
+  if per_slice < fewest:
     grid = '/--learning_rates' if len(config.rates) > 1 else ''
     raise ConfigError(
         f'--lengths/--seeds{grid}/--batch_size/--eval_examples: the largest '
-        f'group needs about {need / 2**30:.1f} GiB, and even {least} of its '
-        f'members at once need {least * per_member / 2**30:.1f} GiB, more '
+        f'group needs about {need / 2**30:.1f} GiB, and even {fewest} of its '
+        f'members at once need {fewest * per_member / 2**30:.1f} GiB, more '
         f'than 80% of the {have / 2**30:.1f} GiB {where}; lower them')
   slices = -(-config.members // per_slice)
   return per_slice, (f'memory: {said}: its {config.members} members train '

@@ -48,8 +48,7 @@ def least_local(platform: str) -> int:
   return MIN_LOCAL_SEEDS_CPU if platform == 'cpu' else MIN_LOCAL_SEEDS
 
 
-def padded_seeds(num_seeds: int, num_devices: int,
-                 min_local: int = MIN_LOCAL_SEEDS) -> int:
+def padded_seeds(num_seeds: int, num_devices: int, min_local: int) -> int:
   """Seeds per device times devices: every device holds the same number, at
   least `min_local`, so every seed's arithmetic is the same whatever the
   ensemble size (the padding seeds are dropped from the results)."""
@@ -84,8 +83,8 @@ class Members:
     self.num_seeds = num_seeds
     self.num_members = num_seeds * len(self.learning_rates)
     self.mesh = mesh or seed_mesh()
-    min_local_seeds = min_local_seeds or least_local(
-        self.mesh.devices.flat[0].platform)
+    if min_local_seeds is None:
+      min_local_seeds = least_local(self.mesh.devices.flat[0].platform)
     self.padded = padded_seeds(self.num_members, self.mesh.size,
                                min_local_seeds)
     self.slice_size = self.padded

@@ -167,11 +167,12 @@ def test_different_config_refused_then_overwrite(reference, tmp_path):
 
 
 def test_resume_on_another_number_of_devices(reference, tmp_path):
-  """Killed on 2 devices (2 seeds padded to 4), resumed on 1 (padded to 2):
-  the group resumes from its checkpoint, and attention's rows equal the
+  """Killed on 4 devices (2 seeds padded to 4, one a device), resumed on 1
+  (2 members): the checkpoint's padding is cut (`checkpoint.repad`), the
+  group resumes from its checkpoint, and attention's rows equal the
   uninterrupted run's (attention is bitwise the same on any device count)."""
   # Attention alone: the rnn groups after it would add nothing to the check.
-  proc = launch(tmp_path, '--cpu_devices=2', '--models=attention',
+  proc = launch(tmp_path, '--cpu_devices=4', '--models=attention',
                 env={'SEARCHLIGHT_FAULT_KILL_AT': 'attention_L006@50'})
   assert proc.returncode == -signal.SIGKILL
   proc = launch(tmp_path, '--cpu_devices=1', '--models=attention')
