@@ -4,9 +4,10 @@ bit: 1 device, 4 devices, 2 processes of 2 devices.
 (Two divisions used to differ in the last bit between 1-device and
 multi-device programs, Adam's bias correction and softmax's backward pass:
 XLA rewrote them into reciprocal multiplies in one and not the other. Both
-now multiply by explicit reciprocals. The GRU, not tested here, still
-differs in the last bit: XLA:CPU picks its weight-gradient dot kernel by the
-number of seeds per device.)
+now multiply by explicit reciprocals. The GRU differed in the last bit
+while a CPU device ran its seeds side by side, XLA:CPU picking its
+weight-gradient dot kernel by their number; one after another, as a CPU
+device now runs them, it is the same too.)
 """
 
 import socket
@@ -18,7 +19,7 @@ import pytest
 from tests.helpers import ROOT, run_py
 from tests.test_resume import values
 
-FLAGS = ['--exp=distance', '--models=attention', '--lengths=4', '--seeds=3',
+FLAGS = ['--exp=distance', '--models=attention,gru', '--lengths=4', '--seeds=3',
          '--steps=30', '--chunk_steps=10', '--checkpoint_every=20',
          '--batch_size=16', '--eval_examples=64']
 
@@ -40,7 +41,7 @@ def four(tmp_path_factory):
 
 
 def test_four_devices_equal_one(tmp_path, four):
-  assert len(four) == 3  # the padding seeds are dropped
+  assert len(four) == 2 * 3  # two models, 3 seeds: the padding dropped
   assert four == single_process(tmp_path, 1)
 
 
