@@ -56,21 +56,21 @@ def test_members_side_by_side_or_one_after_another_train_alike(
   monkeypatch.setattr(jax.lax, 'map', lambda *a, **k: (
       loops.append(1), real_map(*a, **k))[1])
 
-  def trained_and_tested(model, on_cpu, params=None):
+  def trained_and_tested(on_cpu, params=None):
     monkeypatch.setattr(members_lib.Members, 'on_cpu', on_cpu)
-    ens = ensemble(model=model, length=6, num_seeds=4)
+    ens = ensemble(model='rnn', length=6, num_seeds=4)
     if params is None:
       params = fit(ens, ens.init(), 0, steps=10, chunk_steps=10)['params']
     return params, evaluation.evaluate(ens, params, num_examples=64)
 
-  looped, _ = trained_and_tested('rnn', True)
+  looped, _ = trained_and_tested(True)
   assert loops  # the CPU's loop ran
   del loops[:]
-  vmapped, vmapped_test = trained_and_tested('rnn', False)
+  vmapped, vmapped_test = trained_and_tested(False)
   assert not loops
   for a, b in zip(jax.tree.leaves(looped), jax.tree.leaves(vmapped)):
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
-  _, again = trained_and_tested('rnn', True, vmapped)
+  _, again = trained_and_tested(True, vmapped)
   for key in ('loss', 'accuracy'):
     np.testing.assert_array_equal(again[key], vmapped_test[key])
 
