@@ -149,13 +149,24 @@ def run_py_forked(cases, *, timeout=300):
             zip(cases, json.loads(out_json.read_text()))]
 
 
-# A parent whose JAX has no usable platform: starting a backend raises. Its
-# child processes read JAX_PLATFORMS=cpu from the environment as usual.
-_NO_BACKEND = ("import runpy, sys, jax; "
-               "jax.config.update('jax_platforms', 'no_such_platform'); "
-               "sys.argv = sys.argv[1:]; "
-               "sys.path[0] = __import__('os').path.dirname(sys.argv[0]); "
-               "runpy.run_path(sys.argv[0], run_name='__main__')")
+# A parent whose JAX has no usable platform: starting a backend raises. The
+# processes it forks (`launch.fork`) inherit that, so each is given back the
+# CPU, as a process started afresh with JAX_PLATFORMS=cpu would have it.
+_NO_BACKEND = """if True:
+  import runpy, sys, jax
+  sys.argv = sys.argv[1:]
+  sys.path[0] = __import__('os').path.dirname(sys.argv[0])
+  from src import launch
+  fork = launch.fork
+  def on_cpu(run_part, argv):
+    def run_part_on_cpu(argv):
+      jax.config.update('jax_platforms', 'cpu')
+      run_part(argv)
+    return fork(run_part_on_cpu, argv)
+  launch.fork = on_cpu
+  jax.config.update('jax_platforms', 'no_such_platform')
+  runpy.run_path(sys.argv[0], run_name='__main__')
+"""
 
 
 def run_py_without_backend(*args, timeout=300, cwd=ROOT):

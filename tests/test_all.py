@@ -4,12 +4,19 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
+import jax
 import pytest
 
+from src import launch
 from src import report as report_lib
 from src import scorecard
-from tests.helpers import read_csv, run_py_without_backend
+from tests.helpers import (ROOT, cached, child_env, read_csv,
+                           run_py_without_backend)
 
 VERDICT = re.compile(r'^(held|did not hold|inconclusive|not applicable|'
                      r'inconclusive \(underpowered: \d+ seeds\))$')
@@ -138,9 +145,6 @@ def test_a_claim_two_parts_measure_appears_once():
 def _all_run(root, env=None):
   """`COMMAND` in `root`, started afresh in a session of its own (so that a
   fault may SIGKILL its whole process group: parent and part)."""
-  import subprocess
-  import sys
-  from tests.helpers import ROOT, cached, child_env
   root.mkdir(exist_ok=True)
   return subprocess.run([sys.executable, str(ROOT / 'run.py'),
                          *cached(COMMAND)], cwd=root, env=child_env(env),
@@ -184,6 +188,42 @@ def test_all_killed_mid_part_and_between_parts_resumes_to_the_same_report(
   proc = _all_run(killed)
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
   assert _outputs(killed) == _outputs(reference)
+
+
+def test_sigterm_reaches_the_part_which_saves_and_both_exit(tmp_path):
+  """A scheduler's SIGTERM to the parent alone: handed on to the part that
+  trains (a forked process, with its own handler), which saves and exits;
+  then the parent, with the part's exit status."""
+  proc = subprocess.Popen(
+      [sys.executable, str(ROOT / 'run.py'), *cached([
+          '--exp=all', '--parts=distance', f'--workdir={tmp_path}/run',
+          f'--checkpoint_dir={tmp_path}/ckpt', '--models=rnn', '--lengths=6',
+          '--seeds=2', '--steps=1000000', '--chunk_steps=50',
+          '--checkpoint_every=1000000', '--batch_size=16'])],
+      cwd=tmp_path, env=child_env(), stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  events = tmp_path / 'run/distance/tb/rnn_L006'
+  deadline = time.time() + 120
+  while not (events.exists() and any(events.iterdir())):
+    assert time.time() < deadline and proc.poll() is None, proc.stderr
+    time.sleep(0.2)
+  time.sleep(1.0)  # well into training
+  proc.send_signal(signal.SIGTERM)
+  out, err = proc.communicate(timeout=60)
+  assert proc.returncode == 128 + signal.SIGTERM, err
+  assert out.count('Run the same command again to resume') == 2, out
+  assert 'at distance;' in out and 'Traceback' not in out + err
+  saved = [p.name for p in (tmp_path / 'ckpt/distance/rnn_L006').iterdir()
+           if p.name.isdigit()]
+  assert len(saved) == 1 and int(saved[0]) % 50 == 0, saved
+
+
+def test_a_part_is_forked_only_from_a_process_without_a_backend():
+  """A forked child would inherit a started backend broken: refused, with
+  nothing forked."""
+  jax.devices()  # this test process's backend, started
+  with pytest.raises(RuntimeError, match='no JAX backend'):
+    launch.fork(lambda argv: None, [])
 
 
 def test_a_part_trained_at_another_commit_is_named(tmp_path):
