@@ -12,10 +12,11 @@ CASES.json: [[arg, ...], ...]; OUT.json: [{returncode, stdout, stderr}, ...].
 reads one case per line on stdin and answers each with one JSON line
 {returncode, stdout, stderr} on stdout, until stdin closes. A case is an
 argument list for `run.py`, or {"args": [...], "env": {...}, "script": PATH,
-"cwd": FOLDER}: the variables set in the child before it runs (only ones
-read at run time: this process has imported everything already), a script
-to run as `python PATH ARGS` would, in place of `run.py`, and the folder it
-runs in (default the repository's root).
+"cwd": FOLDER, "session": BOOL}: the variables set in the child before it
+runs (only ones read at run time: this process has imported everything
+already), a script to run as `python PATH ARGS` would, in place of
+`run.py`, the folder it runs in (default the repository's root), and
+whether it starts a session of its own (its own process group).
 """
 
 import json
@@ -35,6 +36,8 @@ def run_case(case: list[str] | dict) -> dict:
   with tempfile.TemporaryFile('w+') as out, tempfile.TemporaryFile('w+') as err:
     pid = os.fork()
     if pid == 0:  # the child: run.py with these arguments, then exit
+      if case.get('session'):
+        os.setsid()
       os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
       os.dup2(out.fileno(), 1)
       os.dup2(err.fileno(), 2)

@@ -51,20 +51,26 @@ def _forkable(env) -> dict | None:
           else None)
 
 
-def run_py(*args, env=None, timeout=300, cwd=None, **kwargs):
+def run_py(*args, env=None, timeout=300, cwd=None, session=False,
+           **kwargs):
   """`python run.py ARGS` as a user runs it, in `cwd` (default the
-  repository's root): exit status, stdout, stderr. The process is forked
-  from this test process's server (`forked_run.py --serve`, the imports
-  paid once), unless `env` sets a variable read at import (JAX's among
-  them) or `kwargs` are given: then it is started afresh."""
-  return _run(None, cached(args), env, timeout, cwd=cwd, **kwargs)
+  repository's root), in a session of its own if asked (so that a fault
+  may SIGKILL its whole process group): exit status, stdout, stderr. The
+  process is forked from this test process's server (`forked_run.py
+  --serve`, the imports paid once), unless `env` sets a variable read at
+  import (JAX's among them) or `kwargs` are given: then it is started
+  afresh."""
+  return _run(None, cached(args), env, timeout, cwd=cwd, session=session,
+              **kwargs)
 
 
-def run_script(script, *args, env=None, timeout=300):
+def run_script(script, *args, env=None, timeout=300, cwd=None,
+               session=False):
   """`python SCRIPT ARGS` (a script that imports run.py or src), forked
   or started afresh as `run_py` is. ARGS, when given, are run.py's flags,
   and get the session's compilation cache."""
-  return _run(script, cached(args) if args else [], env, timeout)
+  return _run(script, cached(args) if args else [], env, timeout, cwd=cwd,
+              session=session)
 
 
 def run_py_alone(*args, env=None, timeout=300, **kwargs):
@@ -72,12 +78,13 @@ def run_py_alone(*args, env=None, timeout=300, **kwargs):
   return _fresh(ROOT / 'run.py', cached(args), env, timeout, **kwargs)
 
 
-def _run(script, args, env, timeout, cwd=None, **kwargs):
+def _run(script, args, env, timeout, cwd=None, session=False, **kwargs):
   forked_env = _forkable(env)
   if forked_env is None or kwargs:
     return _fresh(script or ROOT / 'run.py', args, env, timeout, cwd=cwd,
-                  **kwargs)
-  case = {'args': [str(a) for a in args], 'env': forked_env}
+                  start_new_session=session, **kwargs)
+  case = {'args': [str(a) for a in args], 'env': forked_env,
+          'session': session}
   if cwd is not None:
     case['cwd'] = str(cwd)
   if script is not None:
@@ -147,35 +154,6 @@ def run_py_forked(cases, *, timeout=300):
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [subprocess.CompletedProcess(args, **r) for args, r in
             zip(cases, json.loads(out_json.read_text()))]
-
-
-# A parent whose JAX has no usable platform: starting a backend raises. The
-# processes it forks (`launch.fork`) inherit that, so each is given back the
-# CPU, as a process started afresh with JAX_PLATFORMS=cpu would have it.
-_NO_BACKEND = """if True:
-  import runpy, sys, jax
-  sys.argv = sys.argv[1:]
-  sys.path[0] = __import__('os').path.dirname(sys.argv[0])
-  from src import launch
-  fork = launch.fork
-  def on_cpu(run_part, argv):
-    def run_part_on_cpu(argv):
-      jax.config.update('jax_platforms', 'cpu')
-      run_part(argv)
-    return fork(run_part_on_cpu, argv)
-  launch.fork = on_cpu
-  jax.config.update('jax_platforms', 'no_such_platform')
-  runpy.run_path(sys.argv[0], run_name='__main__')
-"""
-
-
-def run_py_without_backend(*args, timeout=300, cwd=ROOT):
-  """`run.py ARGS` in a process that cannot start a JAX backend, in `cwd`."""
-  return subprocess.run(
-      [sys.executable, '-c', _NO_BACKEND, str(ROOT / 'run.py'),
-       *cached(args)],
-      capture_output=True, text=True, cwd=cwd, timeout=timeout,
-      env=child_env())
 
 
 def run_ok(root, exp, *args):

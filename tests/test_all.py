@@ -15,8 +15,9 @@ import pytest
 from src import launch
 from src import report as report_lib
 from src import scorecard
-from tests.helpers import (ROOT, cached, child_env, read_csv,
-                           run_py_without_backend)
+from tests.helpers import ROOT, cached, child_env, read_csv, run_py, run_script
+
+NO_BACKEND = ROOT / 'tests/no_backend_run.py'  # a parent that cannot start one
 
 VERDICT = re.compile(r'^(held|did not hold|inconclusive|not applicable|'
                      r'inconclusive \(underpowered: \d+ seeds\))$')
@@ -61,7 +62,7 @@ def reference(tmp_path_factory):
   """The folder of an uninterrupted `--exp=all` on the two parts, run by a
   parent that cannot start a JAX backend."""
   root = tmp_path_factory.mktemp('reference')
-  proc = run_py_without_backend(*COMMAND, timeout=900, cwd=root)
+  proc = run_script(NO_BACKEND, *COMMAND, timeout=900, cwd=root)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   return root
 
@@ -76,7 +77,7 @@ def test_all_quick_writes_a_report_from_the_summaries(reference, tmp_path):
   with open(run / 'results.csv', 'a') as f:  # as an older report's claim
     f.write('distance,An old claim.,held,stale\n')
   parts = {p: (run / p / 'results.csv').read_text() for p in PARTS.split(',')}
-  proc = run_py_without_backend(*COMMAND, timeout=900, cwd=tmp_path)
+  proc = run_script(NO_BACKEND, *COMMAND, timeout=900, cwd=tmp_path)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   for part, text in parts.items():  # nothing trained or measured again
     assert (run / part / 'results.csv').read_text() == text
@@ -143,13 +144,10 @@ def test_a_claim_two_parts_measure_appears_once():
 
 
 def _all_run(root, env=None):
-  """`COMMAND` in `root`, started afresh in a session of its own (so that a
-  fault may SIGKILL its whole process group: parent and part)."""
+  """`COMMAND` in `root`, in a session of its own (so that a fault may
+  SIGKILL its whole process group: parent and part)."""
   root.mkdir(exist_ok=True)
-  return subprocess.run([sys.executable, str(ROOT / 'run.py'),
-                         *cached(COMMAND)], cwd=root, env=child_env(env),
-                        capture_output=True, text=True, timeout=900,
-                        start_new_session=True)
+  return run_py(*COMMAND, env=env, cwd=root, timeout=900, session=True)
 
 
 def _outputs(root):
