@@ -214,21 +214,13 @@ def main(argv):
   if FLAGS.print_config:
     launch.print_config(plan, given, experiments)
   elif isinstance(plan.experiment, experiment.Composite):
-    launch.run_parent(plan, given, run_part)  # --exp=all: a process a part
+    launch.run_parent(plan, given)  # --exp=all: each part a process
   else:
     from src import runner  # after the flags: jax starts with XLA's flags
     with launch.started(plan, given) as run:
       runner.train_and_evaluate(plan.experiment, plan.config, run.run_dir,
                                 stop=run.stop,
                                 slice_members=run.slice_members)
-
-
-def run_part(argv: list[str]) -> None:
-  """One part of --exp=all, in the process its parent forked for it: this
-  program on the command line `run.py ARGV`, its flags parsed afresh."""
-  sys.argv = [sys.argv[0], *argv]
-  FLAGS.unparse_flags()
-  app.run(main, flags_parser=parse_flags)
 
 
 if __name__ == '__main__':

@@ -4,8 +4,7 @@ Command: `python run.py --exp=all`, or `python run.py --exp=all --quick`
 for a first look (`--only_check_args` lists the parts and estimates their
 time; docs/REPORT.md states what the full run took). Runs the parts in
 RUNS (every experiment but throughput, and distance and induction once more
-for the linear recurrences), each as `run.py` would run it, in a process
-of its own forked from this one (the imports paid once), in a
+for the linear recurrences), each as its own `run.py` process in a
 sub-workdir (`<workdir>/<name>`, checkpoints in `<checkpoint_dir>/<name>`,
 each part's own), so each resumes as usual; then `src/report.py` reads
 their summary.json files and writes REPORT.md: the lesson's scorecard, then
@@ -15,9 +14,11 @@ it to GitHub and it still reads.
 """
 
 import dataclasses
-import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import experiments
 from src import checkpoint as checkpoint_lib
@@ -197,12 +198,12 @@ def passthrough(part: str, flags) -> list[str]:
   return out
 
 
-def run(config: Config, run_dir, *, start, stop=None, flags=None) -> dict:
-  """Runs every part, each in the process `start(argv)` starts as
-  `run.py ARGV` (its pid); `flags`: the command line (`launch.Flags`),
-  whose flags each part reads are handed on to it."""
+def run(config: Config, run_dir, *, stop=None, flags=None) -> dict:
+  """Runs every part; `flags`: the command line (`launch.Flags`), whose
+  flags each part reads are handed on to it."""
   passthrough_ = ({part: passthrough(part, flags) for part in PARTS}
                   if flags is not None else {})
+  root = Path(__file__).resolve().parents[1]
   walls = {}
   for name in chosen(config):
     if stop is not None and stop.requested:
@@ -211,22 +212,23 @@ def run(config: Config, run_dir, *, start, stop=None, flags=None) -> dict:
       checkpoint_lib.die(f'before {name}')
     command = part_command(name, run_dir, passthrough_, config.quick)
     print(f'\n=== {name}: {" ".join(command)}', flush=True)
-    began = time.perf_counter()
-    # In this process's folder, so a relative --workdir means to each part
-    # what it meant here.
-    pid = start(command[2:])
+    start = time.perf_counter()
+    # In the caller's folder, so a relative --workdir means to each part
+    # what it meant to this process.
+    child = subprocess.Popen([sys.executable, str(root / 'run.py'),
+                              *command[2:]])
     # Ctrl-C reaches the child by itself (same process group); SIGTERM from
     # a scheduler may reach only this process: hand it on.
     previous = {
         signal.SIGTERM: signal.signal(
-            signal.SIGTERM, lambda signum, _: os.kill(pid, signum)),
+            signal.SIGTERM, lambda signum, _: child.send_signal(signum)),
         signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: None)}
     try:
-      code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+      code = child.wait()
     finally:
       for s, handler in previous.items():
         signal.signal(s, handler)
-    walls[name] = time.perf_counter() - began
+    walls[name] = time.perf_counter() - start
     if code in (128 + signal.SIGTERM, 128 + signal.SIGINT):
       raise Preempted(code - 128, f'{name}')
     if code != 0:
@@ -269,8 +271,8 @@ class All(experiment.Composite):
     return tuple(dict.fromkeys(super().fields + tuple(
         f for part in PARTS for f in experiments.load(part).fields)))
 
-  def run(self, config, run_dir, *, start, stop=None, flags=None) -> dict:
-    return run(config, run_dir, start=start, stop=stop, flags=flags)
+  def run(self, config, run_dir, *, stop=None, flags=None) -> dict:
+    return run(config, run_dir, stop=stop, flags=flags)
 
   def part_fields(self, config) -> dict:
     return part_fields(config)

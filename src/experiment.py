@@ -360,9 +360,8 @@ class Composite(Experiment):
   (`--exp=all`)."""
 
   @abc.abstractmethod
-  def run(self, config, run_dir, *, start, stop=None, flags=None) -> dict:
-    """Runs every part, each in the process `start(argv)` starts (its pid)
-    as `run.py ARGV` would run, and writes what they make together."""
+  def run(self, config, run_dir, *, stop=None, flags=None) -> dict:
+    """Runs every part and writes what they make together."""
 
   def summarize(self, config, rows, data) -> dict:
     return {}

@@ -358,11 +358,10 @@ def started(plan: Plan, flags: Flags):
     os._exit(1)
 
 
-def run_parent(plan: Plan, flags: Flags, run_part) -> None:
+def run_parent(plan: Plan, flags: Flags) -> None:
   """An experiment made of parts (--exp=all): this process never starts a
-  JAX backend (nor jax.distributed), so each part, its own process (`fork`
-  of `run_part(argv)`: run.py's `main` on that command line), finds the
-  accelerator free and starts its own."""
+  JAX backend (nor jax.distributed), so each part, its own process, finds
+  the accelerator free and starts its own."""
   from src import checkpoint as checkpoint_lib  # imports jax; starts nothing
   from src import distributed
   writer = distributed.process_index_without_backend(
@@ -379,8 +378,7 @@ def run_parent(plan: Plan, flags: Flags, run_part) -> None:
                            plan.config, overwrite=flags.overwrite,
                            extra={'provenance': run_provenance(flags)}
                        ) as run_dir:
-      plan.experiment.run(plan.config, run_dir, stop=stop, flags=flags,
-                          start=lambda argv: fork(run_part, argv))
+      plan.experiment.run(plan.config, run_dir, stop=stop, flags=flags)
   except config_lib.ConfigError as e:
     fail(str(e))
   except checkpoint_lib.Preempted as e:
@@ -392,42 +390,6 @@ def run_parent(plan: Plan, flags: Flags, run_part) -> None:
     if not storage.out_of_space(e):
       raise
     out_of_space(e)
-
-
-def fork(run_part, argv: list[str]) -> int:
-  """Starts `run_part(argv)` in a process forked from this one, which has
-  paid the imports (jax, flax, orbax, scipy, matplotlib: a fresh process
-  spends seconds on them), and returns its pid. Safe only from a process
-  with one thread and no JAX backend (the child would inherit the backend
-  broken): both checked. The child runs as a process started afresh would:
-  Ctrl-C and SIGTERM at Python's defaults until it installs its own, its
-  exit status the one `run_part` exits with."""
-  import signal
-  import threading
-  from jax._src import xla_bridge  # no public API says it
-  if xla_bridge.backends_are_initialized() or threading.active_count() > 1:
-    raise RuntimeError('a part is forked only from a process with one '
-                       'thread and no JAX backend')
-  sys.stdout.flush()
-  sys.stderr.flush()
-  pid = os.fork()
-  if pid:
-    return pid
-  code = 1
-  try:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    run_part(argv)
-    code = 0
-  except SystemExit as e:
-    code = e.code if isinstance(e.code, int) else int(e.code is not None)
-  except BaseException:  # as Python would: the traceback, exit status 1
-    import traceback
-    traceback.print_exc()
-  finally:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 def out_of_space_line(e: BaseException) -> str:

@@ -70,10 +70,12 @@ def run_case(case: list[str] | dict) -> dict:
       except BaseException:
         import traceback
         traceback.print_exc()
-      finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+      finally:  # never back into the server's own stack
+        try:
+          sys.stdout.flush()
+          sys.stderr.flush()
+        finally:
+          os._exit(code)
     _, status = os.waitpid(pid, 0)
     out.seek(0)
     err.seek(0)
