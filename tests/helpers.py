@@ -156,6 +156,34 @@ def run_py_forked(cases, *, timeout=300):
             zip(cases, json.loads(out_json.read_text()))]
 
 
+def sigterm_while_training(args, events, cwd=ROOT):
+  """`python run.py ARGS` started afresh in a session of its own, sent
+  SIGTERM once the TensorBoard folder `events` holds a file and a second
+  of training has passed: (the finished process, its stdout, its stderr,
+  seconds from the signal to its exit). Whatever fails, nothing is left
+  running."""
+  import contextlib
+  import signal
+  import time
+  proc = subprocess.Popen([sys.executable, str(ROOT / 'run.py'), *args],
+                          cwd=cwd, env=child_env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True,
+                          start_new_session=True)
+  try:
+    deadline = time.time() + 120
+    while not (events.exists() and any(events.iterdir())):
+      assert time.time() < deadline and proc.poll() is None
+      time.sleep(0.2)
+    time.sleep(1.0)  # well into training
+    sent = time.time()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    return proc, out, err, time.time() - sent
+  finally:
+    with contextlib.suppress(ProcessLookupError):
+      os.killpg(proc.pid, signal.SIGKILL)
+
+
 def run_ok(root, exp, *args):
   """`run.py --exp=EXP ARGS` into root/run (checkpoints root/ckpt), which
   must succeed; returns (run folder, results.csv rows, summary.json)."""

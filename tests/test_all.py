@@ -1,20 +1,17 @@
 """`--exp=all --quick` end to end on tiny configs."""
 
-import contextlib
 import json
 import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
 from src import report as report_lib
 from src import scorecard
-from tests.helpers import ROOT, cached, child_env, read_csv, run_py, run_script
+from tests.helpers import (ROOT, cached, read_csv, run_py, run_script,
+                           sigterm_while_training)
 
 NO_BACKEND = ROOT / 'tests/no_backend_run.py'  # a parent that cannot start one
 
@@ -191,26 +188,12 @@ def test_sigterm_reaches_the_part_which_saves_and_both_exit(tmp_path):
   """A scheduler's SIGTERM to the parent alone: handed on to the part that
   trains (a process of its own), which saves and exits; then the parent,
   with the part's exit status."""
-  proc = subprocess.Popen(
-      [sys.executable, str(ROOT / 'run.py'), *cached([
-          '--exp=all', '--parts=distance', f'--workdir={tmp_path}/run',
-          f'--checkpoint_dir={tmp_path}/ckpt', '--models=rnn', '--lengths=6',
-          '--seeds=2', '--steps=1000000', '--chunk_steps=50',
-          '--checkpoint_every=1000000', '--batch_size=16'])],
-      cwd=tmp_path, env=child_env(), stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE, text=True, start_new_session=True)
-  try:
-    events = tmp_path / 'run/distance/tb/rnn_L006'
-    deadline = time.time() + 120
-    while not (events.exists() and any(events.iterdir())):
-      assert time.time() < deadline and proc.poll() is None
-      time.sleep(0.2)
-    time.sleep(1.0)  # well into training
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-  finally:  # whatever failed, nothing left training a million steps
-    with contextlib.suppress(ProcessLookupError):
-      os.killpg(proc.pid, signal.SIGKILL)
+  proc, out, err, _ = sigterm_while_training(cached([
+      '--exp=all', '--parts=distance', f'--workdir={tmp_path}/run',
+      f'--checkpoint_dir={tmp_path}/ckpt', '--models=rnn', '--lengths=6',
+      '--seeds=2', '--steps=1000000', '--chunk_steps=50',
+      '--checkpoint_every=1000000', '--batch_size=16']),
+      tmp_path / 'run/distance/tb/rnn_L006', cwd=tmp_path)
   assert proc.returncode == 128 + signal.SIGTERM, err
   assert out.count('Run the same command again to resume') == 2, out
   assert 'at distance;' in out and 'Traceback' not in out + err

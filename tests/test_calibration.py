@@ -5,9 +5,13 @@ effect it decides often enough to be worth running (power at 32 seeds); a
 family judged together (Holm, the tests that cannot decide left out) makes
 a false verdict anywhere in it in at most alpha of the runs."""
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from src import calibration
+from src import claims
 
 RUNS = 300
 NULLS = [s for s in calibration.scenarios() if s.guards]
@@ -51,7 +55,6 @@ def test_a_test_that_cannot_decide_leaves_its_family():
   """Six comparisons tied in every pair and one ahead in the 7 pairs that
   differ (p = 1/128 alone): held, as alone; were the six counted, Holm would
   make it 7/128 = 0.055."""
-  from src import claims
   tied = [calibration._tied_everywhere(None, 8) for _ in range(6)]
   ahead = calibration._comparison([1.0] * 7 + [0.0], [0.0] * 8)
   out = claims.judge(tied + [ahead])
@@ -66,7 +69,6 @@ def test_a_test_that_can_decide_one_way_stays_in_its_family():
   did not hold was not (0.2^10): whichever way they fell, the claim could
   have decided, so it stays in its family's Holm and counts in the others'
   adjustment; only a claim that could decide neither way leaves."""
-  from src import claims
   always = lambda k, n: calibration._reliability([True] * k + [False] * (n - k))
   out = claims.judge([always(10, 10), always(4, 10), always(4, 10)])
   assert all('that can decide' not in c.measured for c in out)
@@ -79,9 +81,6 @@ def test_the_simulations_judge_as_a_run_does():
   """The simulations judge without words (`judge(words=False)`): every
   scenario and family of them, drawn at every size, gets the same tests,
   p-values and verdicts as a run's judgement with words."""
-  import dataclasses
-  import numpy as np
-  from src import claims
   rng = np.random.default_rng(0)
   scenarios = lambda rng, n: [s.draw(rng, n) for s in calibration.scenarios()]
   for draw in [scenarios] + [f.draw for f in FAMILIES]:

@@ -5,15 +5,12 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 
 from experiments import distance
-from tests.helpers import ROOT, read_csv, run_py, scalars
+from tests.helpers import read_csv, run_py, scalars, sigterm_while_training
 
 # One length: two groups, each resumed, killed or damaged on its own.
 FLAGS = ['--models=attention,rnn', '--lengths=6', '--seeds=2',
@@ -106,23 +103,13 @@ def test_damaged_latest_checkpoint_falls_back(reference, tmp_path):
 
 
 def test_sigterm_saves_and_exits_within_seconds(tmp_path):
-  env = dict(os.environ, JAX_PLATFORMS='cpu')
-  cmd = [sys.executable, str(ROOT / 'run.py'), '--exp=distance',
-         f'--workdir={tmp_path}/run', f'--checkpoint_dir={tmp_path}/ckpt',
-         '--models=rnn', '--lengths=6', '--seeds=2', '--steps=1000000',
-         '--chunk_steps=50', '--checkpoint_every=1000000', '--batch_size=16']
-  proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
-  events = tmp_path / 'run/tb/rnn_L006'
-  deadline = time.time() + 120
-  while not (events.exists() and any(events.iterdir())):
-    assert time.time() < deadline and proc.poll() is None, proc.stderr
-    time.sleep(0.2)
-  time.sleep(1.0)  # well into training
-  sent = time.time()
-  proc.send_signal(signal.SIGTERM)
-  out, err = proc.communicate(timeout=60)
-  assert time.time() - sent < 15
+  proc, out, err, seconds = sigterm_while_training(
+      ['--exp=distance', f'--workdir={tmp_path}/run',
+       f'--checkpoint_dir={tmp_path}/ckpt', '--models=rnn', '--lengths=6',
+       '--seeds=2', '--steps=1000000', '--chunk_steps=50',
+       '--checkpoint_every=1000000', '--batch_size=16'],
+      tmp_path / 'run/tb/rnn_L006')
+  assert seconds < 15
   assert proc.returncode == 128 + signal.SIGTERM, err
   assert 'Run the same command again to resume' in out
   assert 'Traceback' not in out + err
