@@ -48,6 +48,16 @@ class CostConfig(Config):
   fixed = config_lib.TRAINING_ONLY + ('seeds', 'seed', 'steps',
                                        'chrono_horizon', 'chunk_steps')
 
+  def check(self) -> None:
+    """Its claims are how counts grow with L, a steady depth per doubling
+    among them: that takes two steps of L, so three lengths."""
+    super().check()
+    if len(self.lengths) < 3:
+      raise config_lib.ConfigError(
+          '--lengths: --exp=cost fits how FLOPs and depth grow with L, so '
+          'it needs at least three lengths, got '
+          + ','.join(map(str, self.lengths)))
+
 
 DEFAULTS = CostConfig(
     exp='cost',

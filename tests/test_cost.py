@@ -126,9 +126,20 @@ def test_end_to_end(tmp_path):
 
 def test_grid_too_large_is_refused(tmp_path):
   proc = run_py('--exp=cost', f'--workdir={tmp_path}/run',
-                '--lengths=1000000', '--models=attention')
+                '--lengths=64,128,1000000', '--models=attention')
   assert proc.returncode == 2
   assert proc.stderr.startswith('error: --lengths') and 'GiB' in proc.stderr
+  assert not (tmp_path / 'run').exists()
+
+
+@pytest.mark.parametrize('lengths', ['16', '16,32'])
+def test_fewer_than_three_lengths_are_refused(tmp_path, lengths):
+  """A growth with L is no verdict on one length (its slope is nan), nor a
+  steady depth per doubling on one doubling."""
+  proc = run_py('--exp=cost', f'--workdir={tmp_path}/run',
+                f'--lengths={lengths}', '--models=attention')
+  assert proc.returncode == 2
+  assert proc.stderr.startswith('error: --lengths: --exp=cost fits how')
   assert not (tmp_path / 'run').exists()
 
 
