@@ -57,6 +57,12 @@ class CostConfig(Config):
           '--lengths: --exp=cost fits how FLOPs and depth grow with L, so '
           'it needs at least three lengths, got '
           + ','.join(map(str, self.lengths)))
+    if _full_attention(self) and len(width_lengths(self)) < 2:
+      raise config_lib.ConfigError(
+          f'--lengths: the price at --widths is counted over doublings of L '
+          f'from the shortest, {min(self.lengths)}, up to '
+          f'{WIDTH_REACH} x the widest width or the longest length: there '
+          'is no doubling between them')
 
 
 DEFAULTS = CostConfig(
@@ -159,7 +165,9 @@ def depth_shape(lengths, depths) -> dict:
 
 def summarize(config: Config, rows: list[dict], context=None) -> dict:
   lengths = sorted(config.lengths)
-  upper = lengths[len(lengths) // 2:] if len(lengths) > 2 else lengths
+  # The longer half, where the FLOPs are, but three lengths at least: a
+  # steady depth per doubling takes two doublings.
+  upper = lengths[min(len(lengths) // 2, len(lengths) - 3):]
   get = lambda m, p, L, k: next(float(r[k]) for r in rows if r['model'] == m
                                 and r['pass'] == p and int(r['length']) == L)
   out = {'models': {}, 'fit_lengths': upper, 'claims': []}

@@ -43,17 +43,31 @@ from src import experiment
 from src import claims as claims_lib
 from src import config as config_lib
 from src import streams
-from src import tasks as tasks_lib
 from src.claims import Claim
 from src.config import Config
+
+# Exponential against power law: two parameters each, so their residuals
+# tell them apart only from three points on (on two both fit exactly).
+FIT_POINTS = 3
+
 
 @dataclasses.dataclass(frozen=True)
 class GradientConfig(Config):
   bridge_length: int = config_lib.integer(
       200, 'the length at which the sensitivity to every position of the '
       'same strings is measured (a model trained at that length, one more '
-      'group per model unless it is one of --lengths)', tasks_lib.MIN_LENGTH)
+      'group per model unless it is one of --lengths; at least 4: the '
+      'decay along it is fitted on its distances 1..L-1)', FIT_POINTS + 1)
   fixed = ('decoys', 'eval_examples')  # its own strings, no decoys
+
+  def check(self) -> None:
+    """The decay across lengths is fitted on the lengths."""
+    super().check()
+    if len(self.lengths) < FIT_POINTS:
+      raise config_lib.ConfigError(
+          f'--lengths: --exp=gradient fits how the bridge decays with L, '
+          f'so it needs at least {FIT_POINTS} lengths, got '
+          + ','.join(map(str, self.lengths)))
 
 
 DEFAULTS = GradientConfig(

@@ -307,6 +307,11 @@ def as_far_as_attention(model: str, attention: str, crit_model,
   if curves is not None:
     gates = gates_lib.merged(gates, gates_lib.learning_gate(
         stats.NOT_HELD, failures_trained_out(curves, model, short)))
+  # Attention that solved no tested length in any seed sets no distance to
+  # reach: every seed would tie at 0, "as far as" from nothing.
+  never = (f'{attention} solved no tested length in any seed (critical '
+           f'distance 0 in all {len(crit_attention)})'
+           if max(crit_attention) <= 0 else '')
   return Claim(
       f'A linear recurrence ({model}) carries the first symbol as '
       f'far as attention ({attention}) at the tested lengths '
@@ -317,7 +322,7 @@ def as_far_as_attention(model: str, attention: str, crit_model,
            what=f'critical distance (L {min(lengths)}..{max(lengths)})'),
       _setting(model, versus=attention, lengths=list(lengths)), gates=gates,
       note=f'each seed: its critical distance reaches that of the same seed '
-           f'of {attention}')
+           f'of {attention}', not_applicable=never)
 
 
 def _short(failed, crit, crit_other) -> dict:

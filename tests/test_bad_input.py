@@ -41,6 +41,15 @@ CASES = [
     (['--decoys=-0.1'], '--decoys', 'a number in [0, 1)'),
     (['--exp=cost', '--decoys=0.1'], '--decoys', '--exp=cost does not take it'),
     (['--only_check_args', '--steps=0'], '--steps', 'integer >= 1'),
+    # A growth with L is no verdict on fewer points than its fit needs: one
+    # length's slope is nan, two fit both decays exactly.
+    (['--exp=cost', '--lengths=16'], '--lengths', 'at least three lengths'),
+    (['--exp=cost', '--lengths=16,32'], '--lengths', 'at least three'),
+    (['--exp=cost', '--lengths=2000,2500,3000', '--widths=32'], '--lengths',
+     'no doubling'),
+    (['--exp=gradient', '--lengths=4,8'], '--lengths', 'at least 3 lengths'),
+    (['--exp=gradient', '--bridge_length=3'], '--bridge_length',
+     'integer >= 4'),
     (['--only_check_args', '--exp=all', '--vocab=2'], '--vocab',
      'integer >= 3'),
 ]

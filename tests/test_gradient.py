@@ -65,12 +65,12 @@ def test_scaled_norm_survives_what_squaring_underflows():
 def test_end_to_end(tmp_path):
   # The bridge length one of --lengths: no group more to train.
   run, rows, summary = run_ok(tmp_path, 'gradient', '--models=attention,rnn',
-                              '--lengths=4,8', '--seeds=2', '--steps=20',
+                              '--lengths=4,6,8', '--seeds=2', '--steps=20',
                               '--chunk_steps=10', '--batch_size=16',
                               '--bridge_length=8')
   assert list(rows[0]) == runner.with_rates(
       gradient.COLUMNS)
-  assert len(rows) == 2 * 2 * 2 * 2  # model, length, seed, phase
+  assert len(rows) == 2 * 3 * 2 * 2  # model, length, seed, phase
   bridge = read_csv(run / 'bridge.csv')
   assert list(bridge[0]) == runner.with_rates(gradient.BRIDGE_COLUMNS)
   assert len(bridge) == 2 * 2 * 2 * 8  # model, seed, phase, position

@@ -118,6 +118,9 @@ def test_attention_stays_at_100(att, seeds, verdict):
     (upto(50), upto(50), 16, 'held'),  # as far in every seed: ties count
     (upto(50), upto(100), 16, 'held'),
     (upto(1000), upto(1000), 16, 'held'),  # both past every tested length
+    # Attention solved nothing: no distance to be as far as.
+    (upto(0), upto(0), 16, 'not applicable'),
+    (upto(0), upto(50), 16, 'not applicable'),
     (upto(50), upto(50), 8, 'inconclusive (underpowered: 8 seeds)'),
     (upto(1000), upto(lambda s: 1000 if s % 2 else 50), 16, 'did not hold'),
     (upto(1000), upto(lambda s: 50 if s < 2 else 1000), 16, 'inconclusive'),
@@ -565,6 +568,9 @@ CONST, LOG = (lambda L: 30), (lambda L: 10 + 7 * int(np.log2(L)))
 # A chunked form: one chunk up to L=128 (no growth), then a steady amount
 # per doubling (its prefix sums over chunks).
 CHUNKED = lambda L: 10 + 3 * int(np.log2(max(L // 128, 1)))
+# Steady over its last doubling alone, not over the last two: a steady
+# amount per doubling is judged on two doublings at least.
+UNEVEN = lambda L: {64: 10, 128: 10, 256: 11, 512: 14}[L]
 
 
 # In the work-depth model attention's sums over L keys have depth ~log L:
@@ -587,6 +593,7 @@ def test_cost_claims(att_flops, att_depth, rnn_depth, price, parallel):
 @pytest.mark.parametrize('flops,depth,linear,logarithmic', [
     (LINE, LOG, 'held', 'held'), (LINE, LINE, 'held', 'did not hold'),
     (LINE, CHUNKED, 'held', 'held'), (SQUARE, LOG, 'did not hold', 'held'),
+    (LINE, UNEVEN, 'held', 'did not hold'),
     (LINE, CONST, 'held', 'did not hold')])
 def test_linear_recurrence_cost_claim(flops, depth, linear, logarithmic):
   """Two counted claims: linear work (any form), and the depth of the form
