@@ -184,12 +184,23 @@ def _setting(model: str, **more) -> dict:
 
 # -- the rules ------------------------------------------------------------------
 
-def attention_at_100(table: dict, model: str, lengths) -> Claim:
+def attention_at_100(table: dict, model: str, lengths, curves=None,
+                     rates: Rates = Rates()) -> Claim:
   """"Stays at 100% at every distance": a seed does when its lowest test
   accuracy over the lengths reaches HUNDRED_PERCENT; reliability: the share
-  of seeds against claims.RELIABLE_RATE."""
+  of seeds against claims.RELIABLE_RATE. A seed short of it failed: for the
+  verdict that says so, with `curves`, trained out at the first length it
+  fell short, at a best rate inside the grid (`rates`)."""
   seeds = sorted(table[model, lengths[0]])
   lowest = [min(table[model, L][s] for L in lengths) for s in seeds]
+  short = {s: next(L for L in lengths
+                   if not stats.reaches(table[model, L][s], HUNDRED_PERCENT))
+           for s, x in zip(seeds, lowest)
+           if not stats.reaches(x, HUNDRED_PERCENT)}
+  gates = rates.gate(stats.NOT_HELD, model, short.values())
+  if curves is not None:
+    gates = gates_lib.merged(gates, gates_lib.learning_gate(
+        stats.NOT_HELD, failures_trained_out(curves, model, short)))
   return Claim(
       f'Attention ({model}) stays at 100% at every distance tested '
       f'(L={min(lengths)}..{max(lengths)}).',
@@ -198,9 +209,11 @@ def attention_at_100(table: dict, model: str, lengths) -> Claim:
            values=lowest, digits=4,
            what=f'at >= {HUNDRED_PERCENT:.0%} at every length '
                 f'{min(lengths)}..{max(lengths)}'),
-      _setting(model, lengths=list(lengths)),
+      _setting(model, lengths=list(lengths)), gates=gates,
       note=f'a seed stays at 100% when its lowest test accuracy over the '
-           f'lengths reaches {HUNDRED_PERCENT:.0%}')
+           f'lengths reaches {HUNDRED_PERCENT:.0%}; the seeds short of it '
+           'must be trained out (their loss flat over the last doubling of '
+           'steps at the first length they fell short)')
 
 
 def plain_gives_way(table: dict, model: str, lengths, window=LESSON_WINDOW,
@@ -341,7 +354,7 @@ def memory_claims(table: dict, models, lengths, curves=None,
   `rates`: the groups' selected rates, for the edge of a grid."""
   lengths = sorted(lengths)
   spec = models_lib.get
-  out = [attention_at_100(table, m, lengths) for m in models
+  out = [attention_at_100(table, m, lengths, curves, rates) for m in models
          if spec(m).family == models_lib.ATTENTION]
   plain = [m for m in models if spec(m).family == models_lib.PLAIN]
   out += [plain_gives_way(table, m, lengths, curves=curves, rates=rates)

@@ -113,6 +113,21 @@ def test_attention_stays_at_100(att, seeds, verdict):
   assert claim['kind'] == 'reliability'
 
 
+@pytest.mark.parametrize('loss_end,verdict', [
+    (0.69, 'did not hold'),  # short of 100% and trained out
+    (0.2, 'inconclusive'),  # still learning: the budget's failure, not yet
+])                          # attention's
+def test_attention_short_of_100_must_be_trained_out(loss_end, verdict):
+  curves = [dict(model='attention', length=str(L), seed=str(s), step=str(t),
+                 train_loss=str(0.69 if t <= 200 else loss_end))
+            for L in LENGTHS for s in range(24) for t in range(50, 401, 50)]
+  summary = distance_summary({'attention': upto(20), 'rnn': upto(10)},
+                             curves=curves, seeds=24)
+  claim, = by_claim(summary, 'stays at 100%')
+  assert claim['verdict'] == verdict, claim['measured']
+  assert (verdict == 'inconclusive') == ('still learning' in claim['measured'])
+
+
 @pytest.mark.parametrize('attention_,lru,seeds,verdict', [
     # Non-inferiority within the tested lengths: none of 16 behind, p = 0.8^16.
     (upto(50), upto(50), 16, 'held'),  # as far in every seed: ties count
@@ -628,9 +643,10 @@ def test_depth_shapes():
 
 # -- heads and induction ----------------------------------------------------------------------
 
-def heads_rows(first_second):
+def heads_rows(first_second, accuracy=lambda s: 1.0):
   """first_second[s] = (head holding the first relation, head holding the
-  second) for the 2-head model; the 1-head model splits its weight."""
+  second) for the 2-head model, at test accuracy `accuracy(s)`; the 1-head
+  model splits its weight."""
   rows = []
   for s, (f, g) in enumerate(first_second):
     for h in range(2):
@@ -639,7 +655,7 @@ def heads_rows(first_second):
                        mass_first=str(0.9 if h == f else 0.05),
                        mass_second=str(0.9 if h == g else 0.05),
                        ablated_acc_first='0.5', ablated_acc_second='0.5',
-                       accuracy='1.0'))
+                       accuracy=str(accuracy(s))))
     rows.append(dict(model='attention', num_heads='1', length='16',
                      seed=str(s), head='0', mass_first='0.45',
                      mass_second='0.45', ablated_acc_first='0.5',
@@ -647,16 +663,21 @@ def heads_rows(first_second):
   return rows
 
 
-@pytest.mark.parametrize('roles,verdict', [
-    ([(0, 1)] * 4 + [(1, 0)] * 4, 'held'),
-    ([(0, 0)] * 8, 'did not hold'),  # one head does both... not possible to
-                                     # hold > 0.5 twice: no separate heads
-    ([(0, 1)] * 3 + [(0, 0)] * 5, 'inconclusive'),
+@pytest.mark.parametrize('roles,accuracy,verdict', [
+    ([(0, 1)] * 4 + [(1, 0)] * 4, 1.0, 'held'),
+    ([(0, 0)] * 8, 1.0, 'did not hold'),  # one head does both... not
+                                          # possible to hold > 0.5 twice
+    ([(0, 1)] * 3 + [(0, 0)] * 5, 1.0, 'inconclusive'),
+    # How heads share a solution is judged where there is one.
+    ([(0, 0)] * 8, 0.36, 'not applicable'),
+    ([(0, 1)] * 6 + [(0, 0)] * 2, lambda s: 1.0 if s < 6 else 0.4, 'held'),
+    ([(0, 1)] * 6 + [(0, 0)] * 2, 1.0, 'inconclusive'),  # 6 of 8
 ])
-def test_heads_specialise(roles, verdict):
+def test_heads_specialise(roles, accuracy, verdict):
   config = dataclasses.replace(heads.DEFAULTS, heads=(1, 2), lengths=(16,),
                                seeds=SEEDS)
-  summary = heads.summarize(config, heads_rows(roles))
+  summary = heads.summarize(config, heads_rows(
+      roles, accuracy if callable(accuracy) else lambda s: accuracy))
   claim, = runner.judged(summary['claims'])
   assert claim['verdict'] == verdict, claim['measured']
   assert summary['models']['attention']['num_heads']['1']['accuracy'] == 0.75
