@@ -167,7 +167,7 @@ def summarize(config: Config, rows: list[dict], context=None) -> dict:
   lengths = sorted(config.lengths)
   # The longer half, where the FLOPs are, but three lengths at least: a
   # steady depth per doubling takes two doublings.
-  upper = lengths[min(len(lengths) // 2, len(lengths) - 3):]
+  upper = lengths[max(0, min(len(lengths) // 2, len(lengths) - 3)):]
   get = lambda m, p, L, k: next(float(r[k]) for r in rows if r['model'] == m
                                 and r['pass'] == p and int(r['length']) == L)
   out = {'models': {}, 'fit_lengths': upper, 'claims': []}

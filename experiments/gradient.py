@@ -65,7 +65,7 @@ class GradientConfig(Config):
     super().check()
     if len(self.lengths) < FIT_POINTS:
       raise config_lib.ConfigError(
-          f'--lengths: --exp=gradient fits how the bridge decays with L, '
+          f'--lengths: --exp=gradient fits how the signal decays with L, '
           f'so it needs at least {FIT_POINTS} lengths, got '
           + ','.join(map(str, self.lengths)))
 
