@@ -1,22 +1,20 @@
 """The direct bridge: does the signal from the output still reach position 0?
 
 Command: `python run.py --exp=gradient` (`--only_check_args` estimates its
-time; `--quick` puts its bridge at L = 100). For attention, the LSTM (Flax default and chrono), the
-GRU, a plain RNN and the LRU, eight seeds, measures the gradient of the
-output margin logit_A - logit_B with respect to the input vectors (token
-plus position embedding), mean over 512 fixed strings (64 during training).
-At initialisation, after every 100 training steps (the same budget as
-`distance`: 500 Adam steps of 32 strings), and at the end.
+time). Per model and seed (DEFAULTS: which, and `distance`'s budget), the
+gradient of the output margin logit_A - logit_B with respect to the input
+vectors (token plus position embedding), mean over fixed strings, at
+initialisation, after every chunk of training and at the end.
 
-Along one string (the basis of the decay claims): at L = 200
-(`--bridge_length`, a model trained at that length), the sensitivity
+Along one string (the basis of the decay claims): at `--bridge_length`
+(a model trained at that length), the sensitivity
 ||d margin / d x_t|| to every position t of the same strings, from one
 backward pass, at initialisation and trained; d = L-1-t is the distance
 from the query. Each seed's profile is fitted against d (exponential) and
 against log d (power law) over d = 1 to the last distance before it falls
 to 1e-30 or below (float32 has lost it there), and the better fit named.
 
-Across lengths (a second view, a model built for each L = 5..80):
+Across lengths (a second view, a model built for each of `--lengths`):
 sensitivity = ||d margin / d e_0|| at position 0; raw norms depend on each
 model's embedding and logit scales, so beside it the same norm at the last
 filler position, and their ratio (`relative_sensitivity`), free of those
@@ -46,10 +44,6 @@ from src import streams
 from src.claims import Claim
 from src.config import Config
 
-# Exponential against power law: two parameters each, so their residuals
-# tell them apart only from three points on (on two both fit exactly).
-FIT_POINTS = 3
-
 
 @dataclasses.dataclass(frozen=True)
 class GradientConfig(Config):
@@ -57,16 +51,17 @@ class GradientConfig(Config):
       200, 'the length at which the sensitivity to every position of the '
       'same strings is measured (a model trained at that length, one more '
       'group per model unless it is one of --lengths; at least 4: the '
-      'decay along it is fitted on its distances 1..L-1)', FIT_POINTS + 1)
+      'decay along it is fitted on its distances 1..L-1)',
+      stats.FIT_POINTS + 1)
   fixed = ('decoys', 'eval_examples')  # its own strings, no decoys
 
   def check(self) -> None:
     """The decay across lengths is fitted on the lengths."""
     super().check()
-    if len(self.lengths) < FIT_POINTS:
+    if len(self.lengths) < stats.FIT_POINTS:
       raise config_lib.ConfigError(
-          f'--lengths: --exp=gradient fits how the signal decays with L, '
-          f'so it needs at least {FIT_POINTS} lengths, got '
+          '--lengths: --exp=gradient fits how the signal decays with L, so '
+          f'it needs at least {stats.FIT_POINTS} lengths, got '
           + ','.join(map(str, self.lengths)))
 
 
@@ -109,8 +104,7 @@ REACH_FAMILY = ('at initialisation, the signal from position 0 loses less '
 
 def trained_lengths(config: Config) -> tuple[int, ...]:
   """--lengths, and the bridge length when it is not one of them."""
-  return tuple(config.lengths) + tuple(
-      L for L in (config.bridge_length,) if L not in config.lengths)
+  return tuple(dict.fromkeys((*config.lengths, config.bridge_length)))
 
 
 # TensorBoard's descriptions of the tags on_chunk logs.
@@ -119,12 +113,10 @@ TAGS = {
                             'the margin\'s gradient with respect to the input '
                             'vector at position 0, mean over the probe '
                             'strings; every chunk.'),
-    r'bridge/relative_sensitivity': ('relative sensitivity', 'sensitivity '
-                                     'over the same norm at the last filler '
-                                     'position L-2: free of the model\'s '
-                                     'scales, above 1 when position 0 reaches '
-                                     'the output more strongly; every '
-                                     'chunk.'),
+    r'bridge/relative_sensitivity': (
+        'relative sensitivity', 'sensitivity over the same norm at the last '
+        'filler position L-2: free of the model\'s scales, above 1 when '
+        'position 0 reaches the output more strongly; every chunk.'),
     r'bridge/pos0_mass': ('position-0 mass', "The last query's attention "
                           'weight on position 0 (attention models); every '
                           'chunk.'),

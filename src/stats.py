@@ -192,6 +192,11 @@ def mean_ci95(values, bounds=(0.0, 1.0)) -> tuple[float, float, float]:
   return mean, max(mean - half, lo), min(mean + half, hi)
 
 
+# Exponential against power law (`decay_fits`): two parameters each, so their
+# residuals tell them apart only from three points on (two fit both exactly).
+FIT_POINTS = 3
+
+
 def decay_fits(x, values) -> dict:
   """Least-squares fits of log(value) against x (a length, or a distance
   along one string: exponential decay) and against log x (power law), each
