@@ -84,7 +84,7 @@ def test_abstract_count_equals_the_allocated_program():
 
 def test_end_to_end(tmp_path):
   _, rows, summary = run_ok(tmp_path, 'cost', '--models=attention,lstm',
-                           '--lengths=16,64,256', '--widths=8,16')
+                           '--lengths=16,64,256', '--widths=16,32')
   assert list(rows[0]) == cost.COLUMNS
   assert len(rows) == 2 * 3 * 2
   for r in rows:
@@ -113,15 +113,15 @@ def test_end_to_end(tmp_path):
   # d_model: between linear and quadratic.
   assert summary['models']['attention']['train']['flops_exponent'] > 1.4
   assert summary['models']['lstm']['train']['flops_exponent'] < 1.2
-  # The price at real widths: counted at 16..32 x 16, crossing near 2
+  # The price at real widths: counted at 16..32 x 32, crossing near 2
   # d_model, one counted claim per width.
   price = summary['price_at_widths']
-  assert set(price) == {'8', '16'}
+  assert set(price) == {'16', '32'}
   for D, p in price.items():
-    assert p['lengths'] == [16, 32, 64, 128, 256, 512]
+    assert p['lengths'] == [16, 32, 64, 128, 256, 512, 1024]
     assert p['crossover_length'] == pytest.approx(2 * int(D), rel=0.1)
   quadratic = [c for c in summary['claims'] if c['claim'] == cost.PRICE_CLAIM]
-  assert sorted(c['d_model'] for c in quadratic) == [8, 16]
+  assert sorted(c['d_model'] for c in quadratic) == [16, 32]
   assert [c['model'] for c in quadratic] == ['attention', 'attention']
   assert_figure(tmp_path / 'run/cost.png')
 
