@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import experiments
-from experiments import induction
+from experiments import induction, memory_task
 from src import claims, experiment, runner, stats
 from src import gates as gates_lib
 from src import config as config_lib
@@ -369,3 +369,20 @@ def test_the_edge_gate_decides_no_more_often_than_alpha_under_the_null():
   assert gated_decided <= decided <= stats.ALPHA * runs, (decided,
                                                           gated_decided)
   assert 0 < decided and gated_decided < decided  # neither check is empty
+
+
+@pytest.mark.parametrize('rate,verdict', [
+    (3e-3, 'did not hold'), (1e-3, 'inconclusive'), (1e-2, 'inconclusive')])
+def test_attention_short_of_100_at_an_end_of_the_grid_is_left_open(rate,
+                                                                   verdict):
+  """Every seed of attention falls short at L=20 (no curves: the trained-
+  out rule not asked): "stays at 100%" does not hold at a best rate inside
+  the grid, and is left open at either end of it."""
+  lengths = (10, 20)
+  table = {('attention', L): {s: 1.0 if L == 10 else 0.6 for s in range(24)}
+           for L in lengths}
+  rates = memory_task.Rates(GRID, {('attention', L): rate for L in lengths})
+  claim, = claims.judge([memory_task.attention_at_100(
+      table, 'attention', lengths, rates=rates)])
+  assert claim.verdict == verdict, claim.measured
+  assert ('at an end' in claim.measured) == (verdict == 'inconclusive')
