@@ -276,7 +276,7 @@ def group_claims(model, length, entry) -> list[Claim]:
   the task (how a model looks when it answers, not when it guesses); a
   group none of whose seeds solved it makes them `not applicable`."""
   every = entry['per_seed']
-  seeds = [p for p in every if stats.solved(p['accuracy'])]
+  seeds, never = stats.solving(model, every)
   setting = dict(model=model, length=length)
   out = _claims(model, seeds, setting)
   solving = (f'judged on the {len(seeds)} of {len(every)} seeds that solved '
@@ -284,11 +284,8 @@ def group_claims(model, length, entry) -> list[Claim]:
              'values are in summary.json\'s models)')
   for c in out:
     c.note = f'{c.note}; {solving}'
-    if not seeds:
-      accuracy = ' '.join(f'{p["accuracy"]:.3f}' for p in every)
-      c.not_applicable = (
-          f'not applicable: {model} did not learn the task (test accuracy '
-          f'per seed {accuracy}, none >= {stats.SOLVED})')
+    if never:
+      c.not_applicable = never
   return out
 
 

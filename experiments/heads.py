@@ -175,12 +175,7 @@ def claim(model, by_heads) -> Claim:
   """Judged on the 2-head seeds that solved the task: how heads share a
   solution is a question only where there is one."""
   two = by_heads['2']
-  solved = [p for p in two['per_seed'] if stats.solved(p['accuracy'])]
-  never = '' if solved else (
-      f'not applicable: {model} with 2 heads did not learn the task (test '
-      'accuracy per seed ' + ' '.join(f'{p["accuracy"]:.3f}'
-                                      for p in two['per_seed'])
-      + f', none >= {stats.SOLVED})')
+  solved, never = stats.solving(f'{model} with 2 heads', two['per_seed'])
   return Claim(
       f'Several heads ({model}) specialise on different relations without '
       'being told.',

@@ -140,11 +140,12 @@ def per_seed_critical(table: dict, model: str, lengths) -> list[int]:
           for s in seeds]
 
 
-def first_failure(table: dict, model: str, lengths, seed: int):
-  """The shortest tested length the seed did not solve (None: it solved
-  every one)."""
+def first_failure(table: dict, model: str, lengths, seed: int,
+                  threshold: float = stats.SOLVED):
+  """The shortest tested length the seed did not solve, its accuracy short
+  of `threshold` (None: it solved every one)."""
   for L in sorted(lengths):
-    if not stats.solved(table[model, L][seed]):
+    if not stats.reaches(table[model, L][seed], threshold):
       return L
   return None
 
@@ -193,10 +194,8 @@ def attention_at_100(table: dict, model: str, lengths, curves=None,
   fell short, at a best rate inside the grid (`rates`)."""
   seeds = sorted(table[model, lengths[0]])
   lowest = [min(table[model, L][s] for L in lengths) for s in seeds]
-  short = {s: next(L for L in lengths
-                   if not stats.reaches(table[model, L][s], HUNDRED_PERCENT))
-           for s, x in zip(seeds, lowest)
-           if not stats.reaches(x, HUNDRED_PERCENT)}
+  short = {s: f for s in seeds if (f := first_failure(
+      table, model, lengths, s, HUNDRED_PERCENT)) is not None}
   gates = rates.gate(stats.NOT_HELD, model, short.values())
   if curves is not None:
     gates = gates_lib.merged(gates, gates_lib.learning_gate(

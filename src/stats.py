@@ -44,6 +44,17 @@ def solved(accuracy, threshold: float = SOLVED) -> bool:
   return reaches(accuracy, threshold)
 
 
+def solving(who: str, per_seed: list[dict]) -> tuple[list[dict], str]:
+  """A claim about how a model solves the task is judged on the seeds that
+  solved it: those of `per_seed` (each with its test `accuracy`), and the
+  `not_applicable` text where none did ('' where some did)."""
+  kept = [p for p in per_seed if solved(p['accuracy'])]
+  return kept, '' if kept else (
+      f'not applicable: {who} did not learn the task (test accuracy per '
+      'seed ' + ' '.join(f'{p["accuracy"]:.3f}' for p in per_seed)
+      + f', none >= {SOLVED})')
+
+
 # -- proportions -------------------------------------------------------------------
 
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -220,20 +231,19 @@ def decay_fits(x, values) -> dict:
 FLOOR = 1e-30
 
 
-def profile_fits(values, *, floor: float = FLOOR, start: int = 1,
-                 min_points: int = 3) -> dict:
+def profile_fits(values, *, floor: float = FLOOR, start: int = 1) -> dict:
   """`decay_fits` of a profile along one string, `values[d]` at distance d
   from the output, over distances `start` (d = 0 is the query itself, log 0
   has no power law) to the last of the unbroken run from `start` whose
   values are finite and above `floor`: past the first that underflowed,
   nothing further is trusted. Adds 'range' [first, last] distance and
-  'points'; with fewer than `min_points` of them, 'better' is None."""
+  'points'; with fewer than FIT_POINTS of them, 'better' is None."""
   v = np.asarray(values, float)
   bad = ~(np.isfinite(v[start:]) & (v[start:] > floor))
   stop = start + (int(np.argmax(bad)) if bad.any() else bad.size)
   points = stop - start
   out = {'range': [start, stop - 1], 'points': points}
-  if points < min_points:
+  if points < FIT_POINTS:
     return {**out, 'exponential': None, 'power': None, 'better': None}
   return {**out, **decay_fits(np.arange(start, stop), v[start:stop])}
 
