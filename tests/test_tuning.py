@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import experiments
-from experiments import induction, memory_task
+from experiments import heads, induction, memory_task
 from src import claims, experiment, runner, stats
 from src import gates as gates_lib
 from src import config as config_lib
@@ -386,3 +386,36 @@ def test_attention_short_of_100_at_an_end_of_the_grid_is_left_open(rate,
       table, 'attention', lengths, rates=rates)])
   assert claim.verdict == verdict, claim.measured
   assert ('at an end' in claim.measured) == (verdict == 'inconclusive')
+
+
+def test_judging_on_the_seeds_that_solved_decides_no_more_often_than_alpha():
+  """Calibration of the two filters that judge on a subset of seeds. "As
+  far as attention": each of 16 seeds' attention fails the shortest length
+  with probability 1/2 (that pair is dropped); on the kept pairs the linear
+  recurrence is behind with probability AS_FAR_MARGIN, the boundary where
+  both directions' nulls meet. "Heads specialise": each of 16 seeds solves
+  with probability 1/2; a solving seed splits its heads with probability
+  SPECIALISE_RATE, its null. Each direction is decided in at most alpha of
+  the runs (plus Monte Carlo error at 2,000 runs)."""
+  rng = np.random.default_rng(0)
+  runs, lengths = 2000, (10, 20)
+  decided = {'as far': {stats.HELD: 0, stats.NOT_HELD: 0},
+             'heads': {stats.HELD: 0, stats.NOT_HELD: 0}}
+  for _ in range(runs):
+    att = np.where(rng.random(16) < 0.5, 0, 20)
+    behind = rng.random(16) < claims.AS_FAR_MARGIN
+    lin = np.where((att > 0) & behind, 10, att)
+    far, = claims.judge([memory_task.as_far_as_attention(
+        'lru', 'attention', list(lin), list(att), lengths)])
+    per_seed = [dict(accuracy=1.0 if rng.random() < 0.5 else 0.5,
+                     separate=bool(rng.random() < heads.SPECIALISE_RATE))
+                for _ in range(16)]
+    split, = claims.judge([heads.claim('attention', {'2': {
+        'per_seed': per_seed}})])
+    for name, c in (('as far', far), ('heads', split)):
+      if c.verdict in decided[name]:
+        decided[name][c.verdict] += 1
+  bound = stats.ALPHA * runs + 3 * np.sqrt(stats.ALPHA * runs)
+  assert all(n <= bound for d in decided.values() for n in d.values()), \
+      decided
+  assert all(sum(d.values()) > 0 for d in decided.values())  # not empty
