@@ -14,9 +14,15 @@ os.environ.setdefault('JAX_PLATFORMS', 'cpu')
 # level. Every process of the session inherits it (workers, the fork server,
 # each `run.py`); a run outside the tests compiles at XLA's default. Set
 # XLA_FLAGS yourself to test at another.
-if 'xla_backend_optimization_level' not in os.environ.get('XLA_FLAGS', ''):
-  os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') +
-                             ' --xla_backend_optimization_level=0').strip()
+# The two xdist workers already keep both cores busy, so each process's
+# operations run on one thread: Eigen's intra-op threads would only contend
+# with the other worker (the suite's CPU time falls by about a tenth; the
+# reference sweep's rows are the same either way, docs/ENGINEERING.md).
+for flag in ('--xla_backend_optimization_level=0',
+             '--xla_cpu_multi_thread_eigen=false'):
+  if flag.partition('=')[0] not in os.environ.get('XLA_FLAGS', ''):
+    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' '
+                               + flag).strip()
 
 # One persistent compilation cache for the whole session, shared by the
 # xdist workers (they inherit the controller's environment) and by every
