@@ -137,12 +137,13 @@ def summarize(config: Config, rows: list[dict], tables=None) -> dict:
     mean = {(p, L): float(np.mean(list(values(model, p, 'sensitivity',
                                               L).values())))
             for p in ('init', 'trained') for L in lengths}
-    # The seed mean's decay, fitted in L and in log L.
-    mean_fits = stats.decay_fits(lengths, [mean['init', L] for L in lengths])
+    # The seed mean's decay, fitted in L and in log L above stats.FLOOR.
+    mean_fits = stats.fits_above_floor(lengths, [mean['init', L]
+                                                 for L in lengths])
     seeds = sorted(values(model, 'init', 'sensitivity', lengths[0]))
-    fits = {s: stats.decay_fits(lengths, [values(model, 'init', 'sensitivity',
-                                                 L)[s] for L in lengths])
-            for s in seeds}
+    fits = {s: stats.fits_above_floor(lengths, [values(
+        model, 'init', 'sensitivity', L)[s] for L in lengths]) for s in seeds}
+    slope = (mean_fits['exponential'] or {}).get('slope')
     relative = {p: {str(L): [values(model, p, 'relative_sensitivity', L)[s]
                              for s in seeds] for L in lengths}
                 for p in ('init', 'trained')}
@@ -151,12 +152,11 @@ def summarize(config: Config, rows: list[dict], tables=None) -> dict:
         'trained_sensitivity': {str(L): mean['trained', L] for L in lengths},
         # d log(sensitivity) / d(distance) of the seed mean: exponential
         # decay if the claim holds for recurrence; e^slope is the factor
-        # lost per step.
-        'init_log_decay_per_step': mean_fits['exponential']['slope'],
-        'init_factor_per_step': float(np.exp(
-            mean_fits['exponential']['slope'])),
+        # lost per step (null: too few lengths above the floor).
+        'init_log_decay_per_step': slope,
+        'init_factor_per_step': None if slope is None else float(np.exp(slope)),
         # d log(sensitivity) / d log(L): -1 is a 1/L fall.
-        'init_loglog_slope': mean_fits['power']['slope'],
+        'init_loglog_slope': (mean_fits['power'] or {}).get('slope'),
         'trained_ratio_longest_to_shortest':
             mean['trained', lengths[-1]] / mean['trained', lengths[0]],
         # Each seed's decay at init fitted both ways (log-linear in L, and
@@ -179,9 +179,7 @@ def bridge_profiles(rows, length) -> dict:
   """bridge.csv's rows at `length` as {model: {phase: {seed: sensitivity
   indexed by distance}}}."""
   out = {}
-  for r in rows:
-    if int(r['length']) != length:
-      continue
+  for r in (r for r in rows if int(r['length']) == length):
     seeds = out.setdefault(r['model'], {}).setdefault(r['phase'], {})
     profile = seeds.setdefault(int(r['seed']), np.full(length, np.nan))
     profile[int(r['distance'])] = float(r['sensitivity'])
@@ -218,14 +216,17 @@ def _along(phase: dict) -> tuple[int, int, str]:
   factors = [f for f in phase['factor_per_step'].values() if f is not None]
   far = [x for x in phase['far_over_near'].values() if x is not None]
   last = [f['range'][1] for f in fits]
-  text = (f'median factor x{np.median(factors):.3f} per step (seeds '
-          f'{min(factors):.3f} to {max(factors):.3f})' if factors
-          else 'no seed fitted')
-  text += (f', fitted over distances 1 to {min(last)}'
-           + (f'-{max(last)}' if max(last) > min(last) else ''))
+  text = (f'{_factors(factors)}, fitted over distances 1 to {min(last)}'
+          + (f'-{max(last)}' if max(last) > min(last) else ''))
   if far:
     text += f'; position 0 over distance 1: median {np.median(far):.3g}'
   return sum(decays(f) for f in fits), len(fits), text
+
+
+def _factors(factors) -> str:
+  return (f'median factor x{np.median(factors):.3f} per step (seeds '
+          f'{min(factors):.3f} to {max(factors):.3f})' if factors
+          else 'no seed fitted')
 
 
 def claims(config, m, lengths) -> list[Claim]:
@@ -237,7 +238,7 @@ def claims(config, m, lengths) -> list[Claim]:
           for model in recurrent if 'bridge' in m[model]]
   for model in recurrent:
     fits = list(m[model]['init_fits_per_seed'].values())
-    factors = [np.exp(f['exponential']['slope']) for f in fits]
+    factors = [np.exp(f['exponential']['slope']) for f in fits if f['better']]
     out.append(Claim(
         f'Across lengths (the second view: a model built for each L), the '
         f'signal to position 0 through recurrence ({model}) dies away '
@@ -245,21 +246,21 @@ def claims(config, m, lengths) -> list[Claim]:
         claims_lib.SHAPE, ACROSS_FAMILY,
         dict(shows=[decays(f) for f in fits],
              what='exponential fits better than a power law, with a falling '
-                  f'slope (median factor x{np.median(factors):.3f} per step, '
-                  f'seeds {min(factors):.3f} to {max(factors):.3f}'
-                  + ''.join(f'; {a}: log-log slope '
-                            f'{m[a]["init_loglog_slope"]:.2f}, 1/L is -1'
-                            for a in attention) + ')'),
+                  f'slope ({_factors(factors)}' + ''.join(
+                      f'; {a}: log-log slope {m[a]["init_loglog_slope"]:.2f}, '
+                      '1/L is -1' for a in attention
+                      if m[a]['init_loglog_slope'] is not None) + ')'),
         dict(model=model),
         note='the second view (the fit along one string is the basis): '
              'each seed: log(sensitivity to position 0) at initialisation '
              f'at L = {", ".join(map(str, lengths))} fitted against L '
              '(exponential) and against log L (power law), two parameters '
-             'each; the smaller residual sum of squares names the shape'))
+             'each, over the lengths before the first value at or below '
+             f'{stats.FLOOR:g}; the smaller residual sum of squares names the '
+             f'shape (fewer than {stats.FIT_POINTS} lengths: it does not)'))
   for model in attention:
     rel = m[model]['relative_sensitivity']['trained']
-    seeds = len(rel[str(lengths[0])])
-    lowest = [min(rel[str(L)][s] for L in lengths) for s in range(seeds)]
+    lowest = [min(v) for v in zip(*(rel[str(L)] for L in lengths))]
     along = ''
     if 'bridge' in m[model]:
       b = m[model]['bridge']
@@ -463,13 +464,13 @@ class Gradient(experiment.Experiment):
   summary_keys = (
       '`models{m: init_sensitivity, trained_sensitivity, '
       'init_log_decay_per_step, init_factor_per_step, init_loglog_slope, '
-      'trained_ratio_longest_to_shortest, init_fits_per_seed, '
-      'relative_sensitivity{init,trained}{L: per seed}, bridge{length, '
-      'floor, init,trained{fits_per_seed{s: exponential, power, better, '
-      'range, points}, factor_per_step, far_over_near}}}` (the `init_*` '
-      'and `trained_ratio_*` keys: across `--lengths`, the second view), '
-      '`claims` (the decay along one string with `p`, `p_min`, '
-      '`if_significant`, `family`)')
+      'trained_ratio_longest_to_shortest, init_fits_per_seed{s: exponential, '
+      'power, better, points}, relative_sensitivity{init,trained}{L: per seed},'
+      ' bridge{length, floor, init,trained{fits_per_seed{s: exponential, power,'
+      ' better, range, points}, factor_per_step, far_over_near}}}` (the '
+      '`init_*` and `trained_ratio_*` keys: across `--lengths`, the second '
+      'view; a fit null: too few points above `floor`), `claims` (the decay '
+      'along one string with `p`, `p_min`, `if_significant`, `family`)')
   name, section, figure_file = 'gradient', SECTION, FIGURE
   defaults, quick, columns = DEFAULTS, QUICK, COLUMNS
   tables, tags, final_test = TABLES, TAGS, False
@@ -510,9 +511,10 @@ class Gradient(experiment.Experiment):
     table = []
     for model, e in summary['models'].items():
       rel = e['relative_sensitivity']['trained']
-      table.append([model, f'{e["init_factor_per_step"]:.3f}',
-                    f'{e["init_loglog_slope"]:.2f}'] + [
-                        f'{np.median(rel[str(L)]):.3g}' for L in lengths])
+      table.append([model] + [
+          '-' if e[k] is None else f'{e[k]:{f}}' for k, f in (
+              ('init_factor_per_step', '.3f'), ('init_loglog_slope', '.2f'))]
+                   + [f'{np.median(rel[str(L)]):.3g}' for L in lengths])
     print('\nAcross lengths, at initialisation: factor per step and log-log '
           'slope of the mean sensitivity; trained: median over seeds of the '
           'sensitivity to position 0 relative to the last filler position')
@@ -520,9 +522,7 @@ class Gradient(experiment.Experiment):
         f'trained L={L}' for L in lengths]))
     along = []
     for model, e in summary['models'].items():
-      for phase in ('init', 'trained'):
-        if 'bridge' not in e:
-          continue
+      for phase in ('init', 'trained') if 'bridge' in e else ():
         b = e['bridge'][phase]
         fits = list(b['fits_per_seed'].values())
         factors = [x for x in b['factor_per_step'].values() if x is not None]

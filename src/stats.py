@@ -231,21 +231,28 @@ def decay_fits(x, values) -> dict:
 FLOOR = 1e-30
 
 
-def profile_fits(values, *, floor: float = FLOOR, start: int = 1) -> dict:
-  """`decay_fits` of a profile along one string, `values[d]` at distance d
-  from the output, over distances `start` (d = 0 is the query itself, log 0
-  has no power law) to the last of the unbroken run from `start` whose
-  values are finite and above `floor`: past the first that underflowed,
-  nothing further is trusted. Adds 'range' [first, last] distance and
-  'points'; with fewer than FIT_POINTS of them, 'better' is None."""
+def fits_above_floor(x, values, *, floor: float = FLOOR) -> dict:
+  """`decay_fits` over the unbroken run of `values` from the first (at
+  ascending `x`) that are finite and above `floor`: past the first that
+  underflowed, nothing further is trusted. Adds 'points', the run's length;
+  with fewer than FIT_POINTS, 'better' is None and nothing is fitted."""
   v = np.asarray(values, float)
-  bad = ~(np.isfinite(v[start:]) & (v[start:] > floor))
-  stop = start + (int(np.argmax(bad)) if bad.any() else bad.size)
-  points = stop - start
-  out = {'range': [start, stop - 1], 'points': points}
+  bad = ~(np.isfinite(v) & (v > floor))
+  points = int(np.argmax(bad)) if bad.any() else bad.size
   if points < FIT_POINTS:
-    return {**out, 'exponential': None, 'power': None, 'better': None}
-  return {**out, **decay_fits(np.arange(start, stop), v[start:stop])}
+    return {'points': points, 'exponential': None, 'power': None,
+            'better': None}
+  return {'points': points, **decay_fits(np.asarray(x, float)[:points],
+                                         v[:points])}
+
+
+def profile_fits(values, *, floor: float = FLOOR, start: int = 1) -> dict:
+  """`fits_above_floor` of a profile along one string, `values[d]` at
+  distance d from the output, from distance `start` on (d = 0 is the query
+  itself, log 0 has no power law). Adds 'range' [first, last] distance."""
+  v = np.asarray(values, float)[start:]
+  fit = fits_above_floor(np.arange(start, start + v.size), v, floor=floor)
+  return {'range': [start, start + fit['points'] - 1], **fit}
 
 
 def loglog_slope(x, y) -> float:

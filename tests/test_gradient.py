@@ -1,5 +1,6 @@
 """`--exp=gradient`: the sensitivity itself, and the experiment end to end."""
 
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -60,6 +61,33 @@ def test_scaled_norm_survives_what_squaring_underflows():
   assert np.asarray(jnp.linalg.norm(x[:1], axis=-1))[0] == 0  # the trap
   np.testing.assert_allclose(probes.scaled_norm(x), [5e-30, 0.0, 5.0],
                              rtol=1e-6)
+
+
+def test_across_lengths_fits_only_what_has_not_underflowed(capsys):
+  """Known truth: seed 0 falls by x0.3 per step and flushes to 0 at L=80
+  (float32's fate); seed 1 flushes from L=20 on, two lengths left, too few
+  to fit; seed 2 falls as 3/L. The first fits x0.3 exactly over L 5..40,
+  the second shows nothing, the third a power law."""
+  lengths = (5, 10, 20, 40, 80)
+  truth = {0: [0.3 ** L if L < 80 else 0.0 for L in lengths],
+           1: [0.3 ** L if L < 20 else 0.0 for L in lengths],
+           2: [3.0 / L for L in lengths]}
+  rows = [dict(model='rnn', length=L, seed=s, phase=phase, sensitivity=v,
+               relative_sensitivity=1.0)
+          for s, values in truth.items() for L, v in zip(lengths, values)
+          for phase in ('init', 'trained')]
+  config = dataclasses.replace(gradient.DEFAULTS, models=('rnn',),
+                               lengths=lengths, seeds=3)
+  summary = gradient.summarize(config, rows)
+  fits = summary['models']['rnn']['init_fits_per_seed']
+  assert [fits[s]['points'] for s in '012'] == [4, 2, 5]
+  assert np.exp(fits['0']['exponential']['slope']) == pytest.approx(0.3)
+  assert fits['1']['better'] is None and fits['2']['better'] == 'power'
+  across, = [c for c in summary['claims'] if c.family ==
+             gradient.ACROSS_FAMILY]
+  assert across.evidence['shows'] == [True, False, False]
+  gradient.EXPERIMENT.print_table(config, summary)
+  assert 'rnn' in capsys.readouterr().out
 
 
 def test_end_to_end(tmp_path):
