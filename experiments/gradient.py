@@ -32,6 +32,7 @@ import dataclasses
 
 import numpy as np
 
+from experiments import gradient_figure
 from src import evaluation
 from src import models as models_lib
 from src import probes
@@ -143,7 +144,7 @@ def summarize(config: Config, rows: list[dict], tables=None) -> dict:
     seeds = sorted(values(model, 'init', 'sensitivity', lengths[0]))
     fits = {s: stats.fits_above_floor(lengths, [values(
         model, 'init', 'sensitivity', L)[s] for L in lengths]) for s in seeds}
-    slope = (mean_fits['exponential'] or {}).get('slope')
+    exp_slope = (mean_fits['exponential'] or {}).get('slope')
     relative = {p: {str(L): [values(model, p, 'relative_sensitivity', L)[s]
                              for s in seeds] for L in lengths}
                 for p in ('init', 'trained')}
@@ -153,8 +154,9 @@ def summarize(config: Config, rows: list[dict], tables=None) -> dict:
         # d log(sensitivity) / d(distance) of the seed mean: exponential
         # decay if the claim holds for recurrence; e^slope is the factor
         # lost per step (null: too few lengths above the floor).
-        'init_log_decay_per_step': slope,
-        'init_factor_per_step': None if slope is None else float(np.exp(slope)),
+        'init_log_decay_per_step': exp_slope,
+        'init_factor_per_step': (None if exp_slope is None
+                                 else float(np.exp(exp_slope))),
         # d log(sensitivity) / d log(L): -1 is a 1/L fall.
         'init_loglog_slope': (mean_fits['power'] or {}).get('slope'),
         'trained_ratio_longest_to_shortest':
@@ -179,7 +181,9 @@ def bridge_profiles(rows, length) -> dict:
   """bridge.csv's rows at `length` as {model: {phase: {seed: sensitivity
   indexed by distance}}}."""
   out = {}
-  for r in (r for r in rows if int(r['length']) == length):
+  for r in rows:
+    if int(r['length']) != length:
+      continue
     seeds = out.setdefault(r['model'], {}).setdefault(r['phase'], {})
     profile = seeds.setdefault(int(r['seed']), np.full(length, np.nan))
     profile[int(r['distance'])] = float(r['sensitivity'])
@@ -204,12 +208,6 @@ def bridge_summary(by_phase, length) -> dict:
   return out
 
 
-def decays(fit) -> bool:
-  """A seed's profile dies away exponentially: the exponential fits better
-  than the power law, and falls."""
-  return fit['better'] == 'exponential' and fit['exponential']['slope'] < 0
-
-
 def _along(phase: dict) -> tuple[int, int, str]:
   """(seeds whose profile decays, seeds, what the fits say) of one phase."""
   fits = list(phase['fits_per_seed'].values())
@@ -220,13 +218,25 @@ def _along(phase: dict) -> tuple[int, int, str]:
           + (f'-{max(last)}' if max(last) > min(last) else ''))
   if far:
     text += f'; position 0 over distance 1: median {np.median(far):.3g}'
-  return sum(decays(f) for f in fits), len(fits), text
+  return sum(stats.decays(f) for f in fits), len(fits), text
 
 
 def _factors(factors) -> str:
+  """The fitted factors per step, in words: their median and range."""
   return (f'median factor x{np.median(factors):.3f} per step (seeds '
           f'{min(factors):.3f} to {max(factors):.3f})' if factors
           else 'no seed fitted')
+
+
+def _shows(fits, points: str) -> tuple[list, str]:
+  """(per fitted seed, whether it shows the decay; why the claim is not
+  applicable, or ''). A seed with fewer than stats.FIT_POINTS `points`
+  above stats.FLOOR has no fit: its signal fell too fast to tell the two
+  shapes apart, so it is no evidence either way and is left out."""
+  fitted = [f for f in fits if f['better'] is not None]
+  return [stats.decays(f) for f in fitted], '' if fitted else (
+      f'no seed has {stats.FIT_POINTS} {points} above {stats.FLOOR:g} to '
+      'fit: too few points to tell an exponential from a power law')
 
 
 def claims(config, m, lengths) -> list[Claim]:
@@ -238,15 +248,20 @@ def claims(config, m, lengths) -> list[Claim]:
           for model in recurrent if 'bridge' in m[model]]
   for model in recurrent:
     fits = list(m[model]['init_fits_per_seed'].values())
-    factors = [np.exp(f['exponential']['slope']) for f in fits if f['better']]
+    factors = [np.exp(f['exponential']['slope']) for f in fits
+               if f['exponential']]
+    shows, not_applicable = _shows(fits, 'lengths')
     out.append(Claim(
         f'Across lengths (the second view: a model built for each L), the '
         f'signal to position 0 through recurrence ({model}) dies away '
         'exponentially with L (at initialisation).',
         claims_lib.SHAPE, ACROSS_FAMILY,
-        dict(shows=[decays(f) for f in fits],
+        dict(shows=shows,
              what='exponential fits better than a power law, with a falling '
-                  f'slope ({_factors(factors)}' + ''.join(
+                  'slope (' + (f'median factor x{np.median(factors):.3f} per '
+                               f'step, seeds {min(factors):.3f} to '
+                               f'{max(factors):.3f}' if factors
+                               else 'no seed fitted') + ''.join(
                       f'; {a}: log-log slope {m[a]["init_loglog_slope"]:.2f}, '
                       '1/L is -1' for a in attention
                       if m[a]['init_loglog_slope'] is not None) + ')'),
@@ -257,10 +272,13 @@ def claims(config, m, lengths) -> list[Claim]:
              '(exponential) and against log L (power law), two parameters '
              'each, over the lengths before the first value at or below '
              f'{stats.FLOOR:g}; the smaller residual sum of squares names the '
-             f'shape (fewer than {stats.FIT_POINTS} lengths: it does not)'))
+             f'shape (a seed with fewer than {stats.FIT_POINTS} such lengths '
+             'is left out: no evidence either way)',
+        not_applicable=not_applicable))
   for model in attention:
     rel = m[model]['relative_sensitivity']['trained']
-    lowest = [min(v) for v in zip(*(rel[str(L)] for L in lengths))]
+    seeds = len(rel[str(lengths[0])])
+    lowest = [min(rel[str(L)][s] for L in lengths) for s in range(seeds)]
     along = ''
     if 'bridge' in m[model]:
       b = m[model]['bridge']
@@ -325,15 +343,16 @@ def reaches_further(attention: str, model: str, bridge_a, bridge_r) -> Claim:
 def along_one_string(config, model, bridge) -> Claim:
   """The decay along one string at initialisation, seed by seed
   (claims.SHAPE), one test of FAMILY."""
-  k, n, init = _along(bridge['init'])
+  _, n, init = _along(bridge['init'])
   k_trained, _, trained = _along(bridge['trained'])
-  fits = list(bridge['init']['fits_per_seed'].values())
+  shows, not_applicable = _shows(
+      bridge['init']['fits_per_seed'].values(), 'distances')
   return Claim(
       f'Through recurrence ({model}) the signal dies away exponentially with '
       f'distance along one string, over distances 1 to {bridge["length"] - 1} '
       '(at initialisation).', claims_lib.SHAPE,
       FAMILY,
-      dict(shows=[decays(f) for f in fits],
+      dict(shows=shows,
            what=f'exponential fits better than a power law, with a falling '
                 f'slope ({init}; trained, {config.steps} steps: in '
                 f'{k_trained} of {n} seeds, {trained})'),
@@ -345,112 +364,13 @@ def along_one_string(config, model, bridge) -> Claim:
            'parameters each, over d = 1 to the last distance before the '
            f'first value at or below {stats.FLOOR:g} (float32 underflow); '
            'the smaller residual sum of squares names the shape; a seed '
-           'counts when the exponential wins with a falling slope (fewer '
-           'than 3 distances to fit: it does not). Over a window shorter '
+           'counts when the exponential wins with a falling slope (one with '
+           f'fewer than {stats.FIT_POINTS} distances to fit is left out: no '
+           'evidence either way). Over a window shorter '
            'than a model\'s slowest time constants (the LRU\'s |lambda| up '
            'to 0.999: about 1,000 steps) a spread of decay rates sums to a '
-           'power law, so the verdict is the window\'s')
-
-
-def plot(config, summary, rows, path, writer=None, profiles=None):
-  plt = record.pyplot()
-  models = [m for m in summary['models'] if m in (profiles or {})]
-  columns = min(3, len(models)) or 1
-  below = -(-len(models) // columns)  # rows of profile panels
-  fig = plt.figure(figsize=(12, 4.2 + 3.3 * below))
-  grid = fig.add_gridspec(1 + below, 2 * columns,
-                          height_ratios=[4.2] + [3.3] * below, hspace=0.6,
-                          wspace=0.9)
-  axes = [fig.add_subplot(grid[0, :columns]),
-          fig.add_subplot(grid[0, columns:])]
-  across_lengths(config, summary, rows, axes)
-  for i, model in enumerate(models):
-    ax = fig.add_subplot(grid[1 + i // columns,
-                              2 * (i % columns):2 * (i % columns) + 2])
-    along_the_string(ax, model, profiles[model], config,
-                     summary['models'][model].get('bridge'))
-  fig.suptitle('The direct bridge: how much the output still feels position '
-               '0' + (f' (below: every position of one string, '
-                      f'L={config.bridge_length})' if models else ''),
-               fontsize=11)
-  record.save_figure(fig, path, writer, 'figures/gradient')
-
-
-def along_the_string(ax, model, by_phase, config, bridge=None):
-  """One model's sensitivity to every position against its distance from
-  the query: seeds thin, their median thick; init dashed, trained solid;
-  the title gives the median factor per step of the exponential fits."""
-  color = models_lib.get(model).color
-  title = model
-  for phase in ('init', 'trained') if bridge else ():
-    factors = [x for x in bridge[phase]['factor_per_step'].values()
-               if x is not None]
-    k = sum(decays(f) for f in bridge[phase]['fits_per_seed'].values())
-    if factors:
-      title += (f'\n{phase}: x{np.median(factors):.3g}/step, exponential '
-                f'decay in {k} of {len(factors)}')
-  lowest = np.inf
-  for phase, style in (('init', '--'), ('trained', '-')):
-    by_seed = by_phase.get(phase, {})
-    if not by_seed:
-      continue
-    profiles_SxD = np.stack([by_seed[s] for s in sorted(by_seed)])
-    shown = lambda v: np.where(v > 0, v, np.nan)  # log axis: 0 is off it
-    lowest = min(lowest, np.nanmin(shown(profiles_SxD), initial=np.inf))
-    d = np.arange(profiles_SxD.shape[1])
-    for v in profiles_SxD:
-      ax.plot(d, shown(v), style, color=color, lw=0.5, alpha=0.35)
-    ax.plot(d, shown(np.median(profiles_SxD, axis=0)), style, color=color,
-            lw=1.8, label=f'{phase}, median of {len(by_seed)} seeds')
-  if lowest < 1e6 * stats.FLOOR:  # near the floor: show where fits stop
-    ax.axhline(stats.FLOOR, color='k', ls=':', lw=0.8,
-               label=f'{stats.FLOOR:g}: not fitted below')
-  ax.set_yscale('log')
-  ax.set_title(title, fontsize=8)
-  ax.set_xlabel(f'distance d = {config.bridge_length - 1} - t from the query '
-                '(position t)', fontsize=8)
-  ax.set_ylabel('||d margin / d x_t||', fontsize=8)
-  ax.tick_params(labelsize=7)
-  ax.legend(fontsize=6)
-  ax.grid(alpha=0.3)
-
-
-def across_lengths(config, summary, rows, axes):
-  lengths = sorted(config.lengths)
-  n = len(summary['models'])
-  for i, (model, e) in enumerate(summary['models'].items()):
-    color = models_lib.get(model).color
-    offset = 0.02 * (i - (n - 1) / 2)
-    for phase, style in (('init', '--'), ('trained', '-')):
-      per_seed = [[float(r['sensitivity']) for r in rows
-                   if r['model'] == model and r['phase'] == phase
-                   and int(r['length']) == L] for L in lengths]
-      axes[0].plot(lengths, [e[f'{phase}_sensitivity'][str(L)]
-                             for L in lengths], style, color=color,
-                   label=model if phase == 'trained' else None)
-      if phase == 'init':
-        record.seed_dots(axes[0], lengths, per_seed, color, offset=offset)
-    rel = e['relative_sensitivity']['trained']
-    axes[1].plot(lengths, [np.median(rel[str(L)]) for L in lengths], '-',
-                 color=color, label=model)
-    record.seed_dots(axes[1], lengths, [rel[str(L)] for L in lengths], color,
-                     offset=offset)
-  axes[0].plot([], [], 'k--', label='at initialisation (dots: seeds)')
-  axes[0].plot([], [], 'k-', label=f'trained ({config.steps} steps)')
-  axes[0].set_ylabel('||d margin / d e_0||, mean over seeds')
-  axes[0].set_title('Raw sensitivity to position 0', fontsize=10)
-  axes[1].axhline(1.0, color='k', ls=':', lw=1)
-  axes[1].set_ylabel('sensitivity to position 0 / to position L-2')
-  axes[1].set_title(f'Trained, scale-free: median (line) and seeds (dots)',
-                    fontsize=10)
-  for ax in axes:
-    ax.set_yscale('log')
-    ax.set_xscale('log')
-    ax.set_xticks(lengths, [str(L) for L in lengths])
-    ax.minorticks_off()
-    ax.set_xlabel('sequence length L (steps from position 0 to the output)')
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(alpha=0.3, which='both')
+           'power law, so the verdict is the window\'s',
+      not_applicable=not_applicable)
 
 
 class Gradient(experiment.Experiment):
@@ -482,7 +402,8 @@ class Gradient(experiment.Experiment):
   def figure(self, config, summary, rows, data, folder, writer):
     profiles = bridge_profiles(data.tables.get('bridge.csv', []),
                                config.bridge_length)
-    plot(config, summary, rows, folder / FIGURE, writer, profiles)
+    gradient_figure.plot(config, summary, rows, folder / FIGURE, writer,
+                         profiles)
 
   def groups(self, config: Config) -> list:
     # Its init and trained rows are written together: model and length find
@@ -511,10 +432,10 @@ class Gradient(experiment.Experiment):
     table = []
     for model, e in summary['models'].items():
       rel = e['relative_sensitivity']['trained']
-      table.append([model] + [
-          '-' if e[k] is None else f'{e[k]:{f}}' for k, f in (
-              ('init_factor_per_step', '.3f'), ('init_loglog_slope', '.2f'))]
-                   + [f'{np.median(rel[str(L)]):.3g}' for L in lengths])
+      factor, loglog = e['init_factor_per_step'], e['init_loglog_slope']
+      table.append([model, '-' if factor is None else f'{factor:.3f}',
+                    '-' if loglog is None else f'{loglog:.2f}'] + [
+                        f'{np.median(rel[str(L)]):.3g}' for L in lengths])
     print('\nAcross lengths, at initialisation: factor per step and log-log '
           'slope of the mean sensitivity; trained: median over seeds of the '
           'sensitivity to position 0 relative to the last filler position')
@@ -522,7 +443,9 @@ class Gradient(experiment.Experiment):
         f'trained L={L}' for L in lengths]))
     along = []
     for model, e in summary['models'].items():
-      for phase in ('init', 'trained') if 'bridge' in e else ():
+      for phase in ('init', 'trained'):
+        if 'bridge' not in e:
+          continue
         b = e['bridge'][phase]
         fits = list(b['fits_per_seed'].values())
         factors = [x for x in b['factor_per_step'].values() if x is not None]
@@ -530,7 +453,7 @@ class Gradient(experiment.Experiment):
         power = [f['power']['slope'] for f in fits if f['power']]
         last = [f['range'][1] for f in fits]
         along.append([
-            model, phase, f'{sum(decays(f) for f in fits)}/'
+            model, phase, f'{sum(stats.decays(f) for f in fits)}/'
             f'{len(fits)}',
             f'{np.median(factors):.3f}' if factors else '-',
             f'{np.median(power):.2f}' if power else '-',

@@ -246,6 +246,12 @@ def fits_above_floor(x, values, *, floor: float = FLOOR) -> dict:
                                          v[:points])}
 
 
+def decays(fit) -> bool:
+  """A fit shows exponential decay: the exponential fits better than the
+  power law, and falls (a seed with no fit does not)."""
+  return fit['better'] == 'exponential' and fit['exponential']['slope'] < 0
+
+
 def profile_fits(values, *, floor: float = FLOOR, start: int = 1) -> dict:
   """`fits_above_floor` of a profile along one string, `values[d]` at
   distance d from the output, from distance `start` on (d = 0 is the query

@@ -10,14 +10,13 @@ os.environ.setdefault('JAX_PLATFORMS', 'cpu')
 # The tests' programs are tiny and most run once: compiling them is most of
 # the suite's time. LLVM's optimisation level 0 (XLA's HLO passes, and so
 # the programs' operations and their cost analysis, unchanged) compiles them
-# about a third faster (docs/ENGINEERING.md); every test passes at either
-# level. Every process of the session inherits it (workers, the fork server,
-# each `run.py`); a run outside the tests compiles at XLA's default. Set
-# XLA_FLAGS yourself to test at another.
-# The two xdist workers already keep both cores busy, so each process's
-# operations run on one thread: Eigen's intra-op threads would only contend
-# with the other worker (the suite's CPU time falls by about a tenth; the
-# reference sweep's rows are the same either way, docs/ENGINEERING.md).
+# faster (docs/ENGINEERING.md); every test passes at either level. And the
+# two xdist workers already keep both cores busy, so each process runs its
+# operations on one thread: Eigen's intra-op threads would only contend with
+# the other worker. Every process of the session inherits both flags
+# (workers, the fork server, each `run.py`); a run outside the tests
+# compiles and runs at XLA's defaults. A flag set in XLA_FLAGS is left as
+# set.
 for flag in ('--xla_backend_optimization_level=0',
              '--xla_cpu_multi_thread_eigen=false'):
   if flag.partition('=')[0] not in os.environ.get('XLA_FLAGS', ''):

@@ -63,31 +63,61 @@ def test_scaled_norm_survives_what_squaring_underflows():
                              rtol=1e-6)
 
 
+def _decay_rows(truth, lengths):
+  return [dict(model='rnn', length=L, seed=s, phase=phase, sensitivity=v,
+               relative_sensitivity=1.0)
+          for s, values in truth.items() for L, v in zip(lengths, values)
+          for phase in ('init', 'trained')]
+
+
 def test_across_lengths_fits_only_what_has_not_underflowed(capsys):
   """Known truth: seed 0 falls by x0.3 per step and flushes to 0 at L=80
   (float32's fate); seed 1 flushes from L=20 on, two lengths left, too few
   to fit; seed 2 falls as 3/L. The first fits x0.3 exactly over L 5..40,
-  the second shows nothing, the third a power law."""
+  the second is no evidence either way, the third a power law. With every
+  seed flushed from L=20 on, nothing is fitted and the claim is not
+  applicable."""
   lengths = (5, 10, 20, 40, 80)
   truth = {0: [0.3 ** L if L < 80 else 0.0 for L in lengths],
            1: [0.3 ** L if L < 20 else 0.0 for L in lengths],
            2: [3.0 / L for L in lengths]}
-  rows = [dict(model='rnn', length=L, seed=s, phase=phase, sensitivity=v,
-               relative_sensitivity=1.0)
-          for s, values in truth.items() for L, v in zip(lengths, values)
-          for phase in ('init', 'trained')]
   config = dataclasses.replace(gradient.DEFAULTS, models=('rnn',),
                                lengths=lengths, seeds=3)
-  summary = gradient.summarize(config, rows)
+  summary = gradient.summarize(config, _decay_rows(truth, lengths))
   fits = summary['models']['rnn']['init_fits_per_seed']
   assert [fits[s]['points'] for s in '012'] == [4, 2, 5]
   assert np.exp(fits['0']['exponential']['slope']) == pytest.approx(0.3)
   assert fits['1']['better'] is None and fits['2']['better'] == 'power'
   across, = [c for c in summary['claims'] if c.family ==
              gradient.ACROSS_FAMILY]
-  assert across.evidence['shows'] == [True, False, False]
+  assert across.evidence['shows'] == [True, False]
+  assert not across.not_applicable
+  flushed = {s: truth[1] for s in range(3)}
+  summary = gradient.summarize(config, _decay_rows(flushed, lengths))
+  assert summary['models']['rnn']['init_factor_per_step'] is None
+  across, = [c for c in summary['claims'] if c.family ==
+             gradient.ACROSS_FAMILY]
+  assert across.evidence['shows'] == []
+  assert across.not_applicable.startswith('no seed has 3 lengths above')
   gradient.EXPERIMENT.print_table(config, summary)
-  assert 'rnn' in capsys.readouterr().out
+  assert 'rnn            -' in capsys.readouterr().out
+
+
+def test_along_one_string_leaves_out_a_profile_too_short_to_fit():
+  """Seed 0 falls x0.8 per step over 199 distances; seed 1 underflows past
+  distance 2 (two points): left out, not counted against the decay."""
+  d = np.arange(200.0)
+  profiles = {0: 0.8 ** d, 1: np.where(d < 3, 0.5 ** d, 0.0)}
+  bridge = gradient.bridge_summary({'init': profiles, 'trained': profiles},
+                                   200)
+  config = dataclasses.replace(gradient.DEFAULTS, models=('rnn',), seeds=2)
+  claim = gradient.along_one_string(config, 'rnn', bridge)
+  assert claim.evidence['shows'] == [True] and not claim.not_applicable
+  bridge = gradient.bridge_summary({'init': {1: profiles[1]},
+                                    'trained': {1: profiles[1]}}, 200)
+  claim = gradient.along_one_string(config, 'rnn', bridge)
+  assert claim.evidence['shows'] == []
+  assert claim.not_applicable.startswith('no seed has 3 distances above')
 
 
 def test_end_to_end(tmp_path):
