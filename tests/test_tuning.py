@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import experiments
-from experiments import heads, induction, memory_task
+from experiments import gradient, heads, induction, memory_task
 from src import claims, experiment, runner, stats
 from src import gates as gates_lib
 from src import config as config_lib
@@ -419,3 +419,33 @@ def test_judging_on_the_seeds_that_solved_decides_no_more_often_than_alpha():
   assert all(n <= bound for d in decided.values() for n in d.values()), \
       decided
   assert all(sum(d.values()) > 0 for d in decided.values())  # not empty
+
+
+def test_leaving_out_seeds_too_short_to_fit_decides_no_more_often_than_alpha():
+  """Calibration of "dies away exponentially" judged on the seeds with a
+  fit: each of 16 seeds has too few points above the floor with
+  probability 1/2 (left out); a fitted seed shows the decay with
+  probability 1/2, where both directions' nulls meet. Each direction is
+  decided in at most alpha of the runs (plus Monte Carlo error at 2,000
+  runs)."""
+  rng = np.random.default_rng(0)
+  runs = 2000
+  config = dataclasses.replace(gradient.DEFAULTS, models=('rnn',), seeds=16)
+  shape = lambda better: {'better': better, 'range': [1, 9],
+                          'exponential': better and {'slope': -0.1},
+                          'power': better and {'slope': -1.0}}
+  decided = {stats.HELD: 0, stats.NOT_HELD: 0}
+  for _ in range(runs):
+    fits = {str(s): shape(None if rng.random() < 0.5 else 'exponential'
+                          if rng.random() < 0.5 else 'power')
+            for s in range(16)}
+    phase = {'fits_per_seed': fits, 'factor_per_step': {},
+             'far_over_near': {}}
+    claim, = claims.judge([gradient.along_one_string(
+        config, 'rnn', {'length': 200, 'init': phase, 'trained': phase})],
+                          words=False)
+    if claim.verdict in decided:
+      decided[claim.verdict] += 1
+  bound = stats.ALPHA * runs + 3 * np.sqrt(stats.ALPHA * runs)
+  assert all(n <= bound for n in decided.values()), decided
+  assert sum(decided.values()) > 0, decided  # not empty
