@@ -10,6 +10,8 @@ from src import stats
 
 
 def plot(config, summary, rows, path, writer=None, profiles=None):
+  """Across lengths above (raw, and relative to the last filler
+  position); below, one panel per model with `profiles` along one string."""
   plt = record.pyplot()
   models = [m for m in summary['models'] if m in (profiles or {})]
   columns = min(3, len(models)) or 1
