@@ -222,6 +222,14 @@ def check_only(plan: Plan, flags: Flags) -> None:
 SECONDS_PER_WORK, SECONDS_PER_GROUP = 4.0e-8, 1.6
 
 
+def estimate_seconds(group, config) -> float:
+  """A group's training time at the reference speed: its work over its
+  longest budget and every member, and its fixed cost."""
+  steps = max(group.budgets or (config.steps,))
+  return (group.work * steps * config.members * SECONDS_PER_WORK
+          + SECONDS_PER_GROUP)
+
+
 def work_table(plan: Plan) -> str:
   """What the run will train: each part (or the experiment), its groups,
   seeds and rates, and an estimated time at the reference speed."""
@@ -237,13 +245,11 @@ def work_table(plan: Plan) -> str:
       continue
     groups = [experiment.with_settings(g, config)
               for g in module.groups(config)]
-    work = sum(g.work * max(g.budgets or (config.steps,)) * config.members
-               for g in groups)
-    seconds = work * SECONDS_PER_WORK + len(groups) * SECONDS_PER_GROUP
+    seconds = sum(estimate_seconds(g, config) for g in groups)
     total += seconds
     rows.append([name, config.exp, f'{len(groups)} groups',
                  f'{config.seeds} x {len(config.rates)}',
-                 f'{seconds / 60:.0f} min'])
+                 f'{seconds / 60:.0f} min' if seconds >= 30 else '<1 min'])
   from src import record
   return (record.table(rows, ['part' if plan.parts else 'exp', 'experiment',
                               'trains', 'seeds x rates', 'estimated'])
