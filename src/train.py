@@ -191,9 +191,11 @@ class Ensemble:
   def init(self):
     """Flax's initialisers, one seed at a time, op by op: each op compiles
     once per shape and is reused by every later group, where compiling the
-    whole vmapped init would cost seconds per group."""
+    whole vmapped init would cost seconds per group. The seeds are stacked
+    on the host, where `place` reads them from: a stack on the device would
+    compile once per leaf shape."""
     seeds = [self.init_one(key) for key in self.init_keys]
-    return self.members.place(jax.tree.map(lambda *x: jnp.stack(x), *seeds))
+    return self.members.place(jax.tree.map(lambda *x: np.stack(x), *seeds))
 
   def abstract_state(self, num_seeds: int | None = None):
     """Shapes and shardings of the state, for compiling ahead and restoring
