@@ -466,7 +466,8 @@ register(ModelSpec(
          'positions, each unrolled; on an accelerator an associative scan',
     activations=footprint.mamba_activations, layered=True,
     state_floats=footprint.mamba_state,
-    # Its chunked scan's passes over the (N, I) state cost more per value
-    # kept than the family's other scans: 1.66 times the family's work, the
-    # median over its 8 groups of the full run in docs/ENGINEERING.md.
+    # On a CPU its chunked scan's passes over the (N, I) state cost more per
+    # value kept than the family's other scans: 1.66 times the family's
+    # work, the median over its 8 groups of the full run that
+    # docs/ENGINEERING.md fits the estimates on.
     work=2.8))
